@@ -1,0 +1,38 @@
+/// Every way a store's call can fail. All waiters of one refresh get the same one.
+public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// No session: never signed in, signed out, or the session was replaced by another
+    /// sign-in while the call waited.
+    case signedOut
+    /// The server refused or could not complete a sign-in.
+    case signInFailed
+    /// The refresh failed for a reason that may pass (server error, timeout). The next call
+    /// may refresh again.
+    case refreshFailed
+    /// The server no longer accepts this session's refresh token (revoked, or reuse was
+    /// detected). The session is over until the next sign-in.
+    case refreshTokenRevoked
+    /// The calling task was cancelled while it waited.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .signedOut: "signed out"
+        case .signInFailed: "sign-in failed"
+        case .refreshFailed: "refresh failed"
+        case .refreshTokenRevoked: "refresh token revoked"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+/// How a token endpoint call fails, as a client sees it.
+public enum TokenEndpointError: Error, Hashable, Sendable {
+    /// A server or network error; the same request may succeed later.
+    case transient
+    /// No response in time. The server may or may not have acted on the request.
+    case timeout
+    /// The refresh token is unknown, already used, or its family revoked (OAuth `invalid_grant`).
+    case invalidGrant
+    /// The credentials were refused.
+    case invalidCredentials
+}

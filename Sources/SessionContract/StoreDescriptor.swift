@@ -1,0 +1,52 @@
+/// What a store is built from: where it gets tokens, how it reads time, and how early it
+/// refreshes.
+public struct SessionStoreConfiguration: Sendable {
+    public var endpoint: any TokenEndpoint
+    public var clock: TokenClock
+    /// A token this close to expiry counts as expired and is refreshed before use.
+    /// Never less than the clock's resolution, so a coarse clock cannot hand out a token
+    /// that has expired between two of its ticks.
+    public var refreshSkew: Duration
+
+    public init(endpoint: any TokenEndpoint, clock: TokenClock = .coarse, refreshSkew: Duration = .milliseconds(20)) {
+        self.endpoint = endpoint
+        self.clock = clock
+        self.refreshSkew = max(refreshSkew, clock.resolution)
+    }
+}
+
+/// A named way to build a store, as the harness and the command line list them.
+///
+/// Users plug their own store into the harness by describing it with one of these.
+public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
+    /// A short, stable, command-line-friendly name (`mutex`, `actor-task`).
+    public let name: String
+    /// One line saying how the store guards its state.
+    public let summary: String
+    /// Marks a store that is wrong on purpose, kept as a reference the checks must catch.
+    /// Such stores are left out of "all stores" unless asked for.
+    public let isReferenceBroken: Bool
+    /// Whether instances implement ``SynchronousTokenReading``.
+    public let offersSynchronousRead: Bool
+    private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
+
+    public init(
+        name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
+        make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
+    ) {
+        self.name = name
+        self.summary = summary
+        self.isReferenceBroken = isReferenceBroken
+        self.offersSynchronousRead = offersSynchronousRead
+        self.factory = make
+    }
+
+    /// A new store, signed out.
+    public func make(_ configuration: SessionStoreConfiguration) -> any SessionStore {
+        factory(configuration)
+    }
+
+    public var description: String { name }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}

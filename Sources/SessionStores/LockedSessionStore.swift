@@ -1,0 +1,142 @@
+import SessionContract
+import Synchronization
+
+/// How a parked caller is resumed: with the token or the error its refresh ended in.
+public typealias TokenWaiter = CheckedContinuation<Result<AccessToken, SessionError>, Never>
+
+/// The synchronization a lock-based store puts around its ``TokenLifecycle``.
+///
+/// A guard decides only *how* the lifecycle is reached; every decision about tokens is the
+/// lifecycle's. Bodies are short and never suspend, so no guard is ever held across I/O.
+public protocol LifecycleGuard: Sendable {
+    init(_ lifecycle: TokenLifecycle<TokenWaiter>)
+
+    /// Runs `body` with no other access to the lifecycle under way.
+    func withExclusiveAccess<R: Sendable>(_ body: (inout TokenLifecycle<TokenWaiter>) -> R) -> R
+
+    /// Runs `body` with no writer under way; readers may run together where the guard allows.
+    func withSharedAccess<R: Sendable>(_ body: (borrowing TokenLifecycle<TokenWaiter>) -> R) -> R
+}
+
+extension LifecycleGuard {
+    public func withSharedAccess<R: Sendable>(_ body: (borrowing TokenLifecycle<TokenWaiter>) -> R) -> R {
+        withExclusiveAccess { body($0) }
+    }
+}
+
+/// A session store whose state is a ``TokenLifecycle`` behind a ``LifecycleGuard``.
+///
+/// The stores built on it (`MutexStore`, `NSLockStore`, `SerialQueueStore`,
+/// `BarrierQueueStore`) are this type with a different guard, so a comparison between them
+/// measures synchronization and nothing else.
+///
+/// - Fast path: one shared access and one clock read; no allocation.
+/// - Slow path: a continuation per waiter, parked in the lifecycle; one unstructured task
+///   per refresh, which no waiter's cancellation can reach. Continuations are resumed after
+///   the guard is released.
+public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenReading {
+    let lifecycle: Guard
+    let clock: TokenClock
+    let endpoint: any TokenEndpoint
+    private let waiterIDs = Atomic<UInt64>(0)
+
+    public init(configuration: SessionStoreConfiguration) {
+        lifecycle = Guard(TokenLifecycle(skew: configuration.refreshSkew))
+        clock = configuration.clock
+        endpoint = configuration.endpoint
+    }
+
+    public func currentToken() -> AccessToken? {
+        let now = clock.now()
+        return lifecycle.withSharedAccess { $0.freshToken(at: now) }
+    }
+
+    public func validToken() async throws(SessionError) -> AccessToken {
+        if let token = currentToken() { return token }
+        return try await park { lifecycle, waiter, id, now, isCancelled in
+            lifecycle.acquire(waiter, id: id, now: now, isCancelled: isCancelled)
+        }
+    }
+
+    public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        try await park { lifecycle, waiter, id, now, isCancelled in
+            lifecycle.rejected(token, waiter: waiter, id: id, now: now, isCancelled: isCancelled)
+        }
+    }
+
+    public func signIn(_ credentials: Credentials) async throws(SessionError) {
+        let (epoch, orphans) = lifecycle.withExclusiveAccess { $0.beginSignIn() }
+        resume(orphans, with: .failure(.signedOut))
+        let result = await endpoint.signInResult(credentials)
+        try lifecycle.withExclusiveAccess { $0.signInCompleted(epoch: epoch, result: result) }.get()
+    }
+
+    public func signOut() async {
+        let orphans = lifecycle.withExclusiveAccess { $0.signOut() }
+        resume(orphans, with: .failure(.signedOut))
+    }
+
+    /// Parks the caller in the lifecycle through `event`, acting on what it decides.
+    private func park(
+        _ event: @escaping (inout TokenLifecycle<TokenWaiter>, TokenWaiter, UInt64, TokenInstant, Bool) ->
+            TokenLifecycle<TokenWaiter>.AcquireAction
+    ) async throws(SessionError) -> AccessToken {
+        let id = waiterIDs.add(1, ordering: .relaxed).newValue
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: TokenWaiter) in
+                // Task.isCancelled is read under the guard: a cancellation handler that ran
+                // before the waiter was parked found nothing to cancel, and this sees the flag.
+                let action = lifecycle.withExclusiveAccess {
+                    event(&$0, waiter, id, clock.now(), Task.isCancelled)
+                }
+                perform(action)
+            }
+        } onCancel: {
+            if let waiter = lifecycle.withExclusiveAccess({ $0.cancelWaiter(id: id) }) {
+                waiter.resume(returning: .failure(.cancelled))
+            }
+        }
+        return try outcome.get()
+    }
+
+    private func perform(_ action: TokenLifecycle<TokenWaiter>.AcquireAction) {
+        switch action {
+        case .resume(let waiter, let outcome):
+            waiter.resume(returning: outcome)
+        case .parked:
+            break
+        case .startRefresh(let request):
+            // Unstructured on purpose: the refresh belongs to no caller, so cancelling the
+            // caller that happened to start it cancels nothing but that caller's wait.
+            Task { await self.refresh(request) }
+        }
+    }
+
+    private func refresh(_ request: TokenLifecycle<TokenWaiter>.RefreshRequest) async {
+        let result = await endpoint.refreshResult(request.refreshToken)
+        let (waiters, outcome) = lifecycle.withExclusiveAccess {
+            $0.refreshCompleted(request, result: result, now: clock.now())
+        }
+        resume(waiters, with: outcome)
+    }
+
+    private func resume(_ waiters: [TokenWaiter], with outcome: Result<AccessToken, SessionError>) {
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+extension TokenEndpoint {
+    /// `signIn` as a `Result`, for code that hands outcomes across a lock.
+    public func signInResult(_ credentials: Credentials) async -> Result<TokenGrant, TokenEndpointError> {
+        do throws(TokenEndpointError) { return .success(try await signIn(credentials)) } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `refresh` as a `Result`, for code that hands outcomes across a lock.
+    public func refreshResult(_ refreshToken: RefreshToken) async -> Result<TokenGrant, TokenEndpointError> {
+        do throws(TokenEndpointError) { return .success(try await refresh(refreshToken)) } catch {
+            return .failure(error)
+        }
+    }
+}

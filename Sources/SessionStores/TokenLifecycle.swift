@@ -1,0 +1,220 @@
+import SessionContract
+
+/// The token lifecycle of one store, as a pure state machine.
+///
+/// ```
+///            signIn            completed
+/// signedOut ───────▶ signingIn ─────────▶ active(token) ◀──────────────┐
+///     ▲                  │ failed            │ stale read / 401        │ refresh ok, or
+///     │                  ▼                   ▼ for current token       │ transient failure
+///     └────────────── signedOut        active(token, refreshing) ──────┘
+///                                            │ invalid_grant
+///                                            ▼
+///                                         revoked ──signIn──▶ signingIn
+/// ```
+///
+/// Every event is a `mutating func` that returns what the caller must do — resume these
+/// waiters, start this refresh — and does none of it itself, so a store can call it under
+/// its lock and act after releasing it. The stores that guard it with a lock, a queue or the
+/// main actor therefore share every decision and differ only in synchronization.
+///
+/// Sign-in and sign-out advance an *epoch*; a refresh or sign-in that completes in an older
+/// epoch is discarded. That is the sign-out fence: waiters of the discarded refresh were
+/// already resumed with ``SessionError/signedOut`` when the epoch moved on.
+public struct TokenLifecycle<Waiter> {
+    public typealias Outcome = Result<AccessToken, SessionError>
+
+    /// A refresh the store must start: call the endpoint with `refreshToken`, then report
+    /// the result to ``refreshCompleted(_:result:now:)`` with this value.
+    public struct RefreshRequest: Sendable {
+        public let epoch: UInt64
+        public let id: UInt64
+        public let refreshToken: RefreshToken
+    }
+
+    /// What the store must do after ``acquire(_:id:now:isCancelled:)`` or
+    /// ``rejected(_:waiter:id:now:isCancelled:)``.
+    public enum AcquireAction {
+        /// Resume the caller at once with this outcome.
+        case resume(Waiter, Outcome)
+        /// The caller now waits for a refresh already in flight; nothing to do.
+        case parked
+        /// The caller waits; start this refresh.
+        case startRefresh(RefreshRequest)
+    }
+
+    fileprivate struct Refresh {
+        var id: UInt64
+        var waiters: [UInt64: Waiter]
+    }
+
+    fileprivate enum State {
+        case signedOut
+        case signingIn
+        case active(grant: TokenGrant, refresh: Refresh?)
+        case revoked
+    }
+
+    private var state: State = .signedOut
+    private var epoch: UInt64 = 0
+    private var refreshIDs: UInt64 = 0
+    /// Moves whenever the token a fast-path reader may return changes (or stops being
+    /// returnable), so readers can validate a cached copy by comparing versions.
+    public private(set) var version: UInt64 = 0
+    /// A token within this margin of expiry is treated as expired.
+    public let skew: Duration
+
+    public init(skew: Duration) { self.skew = skew }
+
+    // MARK: Reads
+
+    /// The current token if a caller may have it without waiting: fresh, and no refresh in
+    /// flight (a refresh means the token was rejected or is about to expire).
+    public func freshToken(at now: TokenInstant) -> AccessToken? {
+        guard case .active(let grant, nil) = state, grant.accessToken.isFresh(at: now, margin: skew) else {
+            return nil
+        }
+        return grant.accessToken
+    }
+
+    /// Number of callers waiting on the current refresh.
+    public var waiterCount: Int {
+        if case .active(_, let refresh?) = state { return refresh.waiters.count }
+        return 0
+    }
+
+    // MARK: Events
+
+    /// A caller wants a valid token.
+    public mutating func acquire(_ waiter: Waiter, id: UInt64, now: TokenInstant, isCancelled: Bool)
+        -> AcquireAction
+    {
+        switch state {
+        case .signedOut, .signingIn:
+            return .resume(waiter, .failure(.signedOut))
+        case .revoked:
+            return .resume(waiter, .failure(.refreshTokenRevoked))
+        case .active(let grant, var refresh?):
+            if isCancelled { return .resume(waiter, .failure(.cancelled)) }
+            refresh.waiters[id] = waiter
+            state = .active(grant: grant, refresh: refresh)
+            return .parked
+        case .active(let grant, nil):
+            if grant.accessToken.isFresh(at: now, margin: skew) {
+                return .resume(waiter, .success(grant.accessToken))
+            }
+            if isCancelled { return .resume(waiter, .failure(.cancelled)) }
+            return startRefresh(grant: grant, firstWaiter: waiter, id: id)
+        }
+    }
+
+    /// A request made with `token` got a 401.
+    public mutating func rejected(
+        _ token: AccessToken, waiter: Waiter, id: UInt64, now: TokenInstant, isCancelled: Bool
+    ) -> AcquireAction {
+        guard case .active(let grant, nil) = state else {
+            // Signed out, revoked, or a refresh is already replacing the token: same as a read.
+            return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
+        }
+        let current = grant.accessToken
+        let isStale = token.subject != current.subject || token.generation < current.generation
+        if isStale {
+            // A newer token exists: hand it out (refreshing only if it has itself expired).
+            return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
+        }
+        if isCancelled { return .resume(waiter, .failure(.cancelled)) }
+        return startRefresh(grant: grant, firstWaiter: waiter, id: id)
+    }
+
+    /// A refresh started by this machine finished. Returns the waiters to resume and the
+    /// outcome they all share; both empty when the refresh belongs to an ended session.
+    public mutating func refreshCompleted(
+        _ request: RefreshRequest, result: Result<TokenGrant, TokenEndpointError>, now: TokenInstant
+    ) -> (waiters: [Waiter], outcome: Outcome) {
+        guard request.epoch == epoch, case .active(let grant, let refresh?) = state, refresh.id == request.id
+        else {
+            // Signed out or switched user while the call was in flight: discard it.
+            return ([], .failure(.signedOut))
+        }
+        let waiters = Array(refresh.waiters.values)
+        version &+= 1
+        switch result {
+        case .success(let newGrant) where newGrant.accessToken.isFresh(at: now):
+            state = .active(grant: newGrant, refresh: nil)
+            return (waiters, .success(newGrant.accessToken))
+        case .success:
+            // Issued already expired (a lifetime shorter than the trip): keep the session,
+            // fail this round; the next call refreshes again.
+            state = .active(grant: grant, refresh: nil)
+            return (waiters, .failure(.refreshFailed))
+        case .failure(.invalidGrant), .failure(.invalidCredentials):
+            state = .revoked
+            return (waiters, .failure(.refreshTokenRevoked))
+        case .failure(.transient), .failure(.timeout):
+            state = .active(grant: grant, refresh: nil)
+            return (waiters, .failure(.refreshFailed))
+        }
+    }
+
+    /// The waiter `id` was cancelled. Returns it if it was still waiting, for the store to
+    /// resume with ``SessionError/cancelled``; the refresh itself goes on for the others.
+    public mutating func cancelWaiter(id: UInt64) -> Waiter? {
+        guard case .active(let grant, var refresh?) = state,
+            let waiter = refresh.waiters.removeValue(forKey: id)
+        else { return nil }
+        state = .active(grant: grant, refresh: refresh)
+        return waiter
+    }
+
+    /// A sign-in starts. Returns its epoch (to pass to ``signInCompleted(epoch:result:)``)
+    /// and the waiters of the ended session, to resume with ``SessionError/signedOut``.
+    public mutating func beginSignIn() -> (epoch: UInt64, orphans: [Waiter]) {
+        let orphans = endSession(next: .signingIn)
+        return (epoch, orphans)
+    }
+
+    /// The sign-in of `epoch` finished. A sign-in overtaken by a later sign-in or sign-out
+    /// is discarded and reported as ``SessionError/signedOut``.
+    public mutating func signInCompleted(epoch signInEpoch: UInt64, result: Result<TokenGrant, TokenEndpointError>)
+        -> Result<Void, SessionError>
+    {
+        guard signInEpoch == epoch, case .signingIn = state else { return .failure(.signedOut) }
+        version &+= 1
+        switch result {
+        case .success(let grant):
+            state = .active(grant: grant, refresh: nil)
+            return .success(())
+        case .failure:
+            state = .signedOut
+            return .failure(.signInFailed)
+        }
+    }
+
+    /// Sign-out. Returns the waiters to resume with ``SessionError/signedOut``.
+    public mutating func signOut() -> [Waiter] {
+        endSession(next: .signedOut)
+    }
+
+    // MARK: Helpers
+
+    private mutating func startRefresh(grant: TokenGrant, firstWaiter: Waiter, id: UInt64) -> AcquireAction {
+        refreshIDs &+= 1
+        version &+= 1
+        state = .active(grant: grant, refresh: Refresh(id: refreshIDs, waiters: [id: firstWaiter]))
+        return .startRefresh(RefreshRequest(epoch: epoch, id: refreshIDs, refreshToken: grant.refreshToken))
+    }
+
+    private mutating func endSession(next: State) -> [Waiter] {
+        var orphans: [Waiter] = []
+        if case .active(_, let refresh?) = state { orphans = Array(refresh.waiters.values) }
+        epoch &+= 1
+        version &+= 1
+        state = next
+        return orphans
+    }
+}
+
+extension TokenLifecycle: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.AcquireAction: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.Refresh: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.State: Sendable where Waiter: Sendable {}

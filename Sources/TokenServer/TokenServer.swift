@@ -1,0 +1,209 @@
+import SessionSync
+import SessionContract
+import Synchronization
+
+/// An in-process OAuth token server that behaves like a strict real one.
+///
+/// - Every sign-in starts a token *family*. A refresh redeems the family's current refresh
+///   token and rotates it: the response carries a new access token (with a higher
+///   generation) and a new refresh token.
+/// - A refresh token presented a second time is *reuse*. Within ``Configuration/reuseGraceWindow``
+///   of its first redemption it is tolerated (as some providers allow); otherwise the whole
+///   family is revoked and every later refresh in it fails with `invalid_grant` — the
+///   session is logged out, as RFC 6749 §10.4 and RFC 9700 §4.14.2 advise.
+/// - Latency follows a ``LatencyModel``; faults follow a ``FaultModel`` or are scripted with
+///   ``injectRefreshFaults(_:count:)``; the ``gate`` can hold refreshes in flight.
+/// - Every call lands in the ``ledger``, from which the harness checks the invariants.
+///
+/// Generations come from one counter for the whole server, so they are strictly increasing
+/// within a family and never repeat across families.
+public final class TokenServer: TokenEndpoint {
+    public struct Configuration: Sendable {
+        /// How long an access token lives.
+        public var tokenLifetime: Duration
+        /// Bytes in an access token's value (a typical JWT: about 900).
+        public var tokenSize: Int
+        /// How long a redeemed refresh token may be presented again without revoking the family.
+        public var reuseGraceWindow: Duration
+        public var latency: LatencyModel
+        public var faults: FaultModel
+        /// Seeds latency and fault draws and token bytes.
+        public var seed: UInt64
+
+        public init(
+            tokenLifetime: Duration = .seconds(3600), tokenSize: Int = 900, reuseGraceWindow: Duration = .zero,
+            latency: LatencyModel = .none, faults: FaultModel = .none, seed: UInt64 = 1
+        ) {
+            self.tokenLifetime = tokenLifetime
+            self.tokenSize = max(tokenSize, 16)
+            self.reuseGraceWindow = reuseGraceWindow
+            self.latency = latency
+            self.faults = faults
+            self.seed = seed
+        }
+    }
+
+    private struct IssuedRefreshToken {
+        var family: UInt64
+        var generation: UInt64
+        var redeemedAt: TokenInstant?
+    }
+
+    private struct Family {
+        var subject: Subject
+        var isRevoked = false
+    }
+
+    private struct State {
+        var random: SeededRandom
+        var generation: UInt64 = 0
+        var families: [UInt64: Family] = [:]
+        var refreshTokens: [String: IssuedRefreshToken] = [:]
+        var ledger = Ledger()
+        var scriptedFaults: [FaultModel.Fault] = []
+    }
+
+    public let configuration: Configuration
+    /// Holds refresh calls in flight on demand.
+    public let gate = RefreshGate()
+    private let clock: TokenClock
+    private let state: Mutex<State>
+
+    public init(configuration: Configuration = Configuration(), clock: TokenClock = .coarse) {
+        self.configuration = configuration
+        self.clock = clock
+        state = Mutex(State(random: SeededRandom(seed: configuration.seed)))
+    }
+
+    /// A copy of everything received so far.
+    public var ledger: Ledger { state.withLock(visibleTo: self) { $0.ledger } }
+
+    /// Makes the next `count` refresh calls fail with `fault`, ahead of any random fault.
+    public func injectRefreshFaults(_ fault: FaultModel.Fault, count: Int = 1) {
+        state.withLock(visibleTo: self) { $0.scriptedFaults.append(contentsOf: repeatElement(fault, count: count)) }
+    }
+
+    /// Revokes every session of `subject`, as an administrator or a password change would:
+    /// their refresh tokens fail with `invalid_grant` from now on.
+    public func revokeSessions(of subject: Subject) {
+        state.withLock(visibleTo: self) { state in
+            for (id, family) in state.families where family.subject == subject {
+                state.families[id]?.isRevoked = true
+            }
+        }
+    }
+
+    public func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
+        let (grant, delay) = state.withLock(visibleTo: self) { state in
+            let family = UInt64(state.families.count + 1)
+            state.families[family] = Family(subject: credentials.subject)
+            let grant = issue(&state, family: family)
+            state.ledger.append(
+                at: clock.now(), call: .signIn, family: family, presentedGeneration: nil, outcome: .issued,
+                issuedGeneration: grant.accessToken.generation)
+            return (grant, configuration.latency.sample(using: &state.random))
+        }
+        await sleep(delay)
+        return grant
+    }
+
+    public func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant {
+        await gate.pass()
+        let (response, delay) = state.withLock(visibleTo: self) { state in
+            (redeem(&state, refreshToken), configuration.latency.sample(using: &state.random))
+        }
+        switch response {
+        case .success(let grant):
+            await sleep(delay)
+            return grant
+        case .failure(.timeout):
+            await sleep(configuration.faults.timeoutAfter)
+            throw .timeout
+        case .failure(let error):
+            await sleep(delay)
+            throw error
+        }
+    }
+
+    /// Decides one refresh under the lock and records it.
+    private func redeem(_ state: inout State, _ presented: RefreshToken) -> Result<TokenGrant, TokenEndpointError> {
+        let now = clock.now()
+        let fault = state.scriptedFaults.isEmpty
+            ? configuration.faults.draw(using: &state.random) : state.scriptedFaults.removeFirst()
+        guard var record = state.refreshTokens[presented.value] else {
+            state.ledger.append(
+                at: now, call: .refresh, family: 0, presentedGeneration: nil, outcome: .unknownToken,
+                issuedGeneration: nil)
+            return .failure(.invalidGrant)
+        }
+        func log(_ outcome: LedgerEntry.Outcome, issued: UInt64? = nil) {
+            state.ledger.append(
+                at: now, call: .refresh, family: record.family, presentedGeneration: record.generation,
+                outcome: outcome, issuedGeneration: issued)
+        }
+        switch fault {
+        case .transientFailure?:
+            log(.transientFailure)
+            return .failure(.transient)
+        case .timeout?:
+            log(.timedOut)
+            return .failure(.timeout)
+        case .lostResponse?, nil:
+            break
+        }
+        if state.families[record.family]?.isRevoked == true {
+            log(.familyRevoked)
+            return .failure(.invalidGrant)
+        }
+        var outcome = LedgerEntry.Outcome.issued
+        if let redeemedAt = record.redeemedAt {
+            // Tolerated only strictly inside the window: with the default window of zero,
+            // every reuse revokes.
+            if !(now.duration(since: redeemedAt) < configuration.reuseGraceWindow) {
+                state.families[record.family]?.isRevoked = true
+                log(.reuseDetected)
+                return .failure(.invalidGrant)
+            }
+            outcome = .reuseAccepted
+        } else {
+            record.redeemedAt = now
+            state.refreshTokens[presented.value] = record
+        }
+        let grant = issue(&state, family: record.family)
+        if fault == .lostResponse {
+            log(.responseLost, issued: grant.accessToken.generation)
+            return .failure(.timeout)
+        }
+        log(outcome, issued: grant.accessToken.generation)
+        return .success(grant)
+    }
+
+    private func issue(_ state: inout State, family: UInt64) -> TokenGrant {
+        state.generation += 1
+        let generation = state.generation
+        let subject = state.families[family]!.subject
+        let access = AccessToken(
+            value: Self.opaqueValue(prefix: "eyJ", size: configuration.tokenSize, using: &state.random),
+            subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)
+        let refreshValue = Self.opaqueValue(prefix: "rt.", size: 48, using: &state.random)
+        state.refreshTokens[refreshValue] = IssuedRefreshToken(family: family, generation: generation)
+        return TokenGrant(accessToken: access, refreshToken: RefreshToken(refreshValue))
+    }
+
+    /// `size` bytes of base64url text after `prefix`: unguessable, unique, JWT-shaped.
+    private static func opaqueValue(prefix: String, size: Int, using random: inout SeededRandom) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let head = Array(prefix.utf8)
+        return String(unsafeUninitializedCapacity: size) { buffer in
+            for index in 0..<size {
+                buffer[index] = index < head.count ? head[index] : alphabet[Int(random.next() & 63)]
+            }
+            return size
+        }
+    }
+
+    private func sleep(_ duration: Duration) async {
+        guard duration > .zero else { return }
+        try? await Task.sleep(for: duration)
+    }
+}

@@ -1,0 +1,151 @@
+import SessionContract
+import SessionStores
+import Testing
+
+/// The lifecycle driven event by event, with plain integers as waiters.
+@Suite("Token lifecycle")
+struct TokenLifecycleTests {
+    typealias Lifecycle = TokenLifecycle<Int>
+
+    let start = TokenInstant(nanoseconds: 0)
+
+    func grant(generation: UInt64, subject: String = "a", expiresIn seconds: Int64 = 100) -> TokenGrant {
+        TokenGrant(
+            accessToken: AccessToken(
+                value: "v\(generation)", subject: Subject(subject), generation: generation,
+                expiresAt: start + .seconds(seconds)),
+            refreshToken: RefreshToken("r\(generation)"))
+    }
+
+    func signedIn(_ generation: UInt64 = 1) -> Lifecycle {
+        var lifecycle = Lifecycle(skew: .seconds(10))
+        let (epoch, orphans) = lifecycle.beginSignIn()
+        #expect(orphans.isEmpty)
+        #expect(lifecycle.signInCompleted(epoch: epoch, result: .success(grant(generation: generation))).error == nil)
+        return lifecycle
+    }
+
+    func request(_ action: Lifecycle.AcquireAction) -> Lifecycle.RefreshRequest? {
+        if case .startRefresh(let request) = action { return request }
+        return nil
+    }
+
+    @Test func freshTokenRespectsSkew() {
+        let lifecycle = signedIn()
+        #expect(lifecycle.freshToken(at: start + .seconds(89))?.generation == 1)
+        #expect(lifecycle.freshToken(at: start + .seconds(90)) == nil)
+    }
+
+    @Test func firstStaleReaderStartsRefreshOthersPark() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        #expect(refresh.refreshToken == RefreshToken("r1"))
+        guard case .parked = lifecycle.acquire(2, id: 2, now: late, isCancelled: false) else {
+            Issue.record("second reader must park")
+            return
+        }
+        #expect(lifecycle.freshToken(at: start) == nil, "no fast path while refreshing")
+        let (waiters, outcome) = lifecycle.refreshCompleted(
+            refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        #expect(Set(waiters) == [1, 2])
+        #expect(try outcome.get().generation == 2)
+        #expect(lifecycle.freshToken(at: late)?.generation == 2)
+    }
+
+    @Test func rejectionOfCurrentRefreshesOfOlderDoesNot() throws {
+        var lifecycle = signedIn(5)
+        let current = try #require(lifecycle.freshToken(at: start))
+        let older = AccessToken(value: "old", subject: Subject("a"), generation: 4, expiresAt: start)
+        guard case .resume(7, .success(let token)) = lifecycle.rejected(older, waiter: 7, id: 7, now: start, isCancelled: false)
+        else {
+            Issue.record("a stale 401 returns the current token")
+            return
+        }
+        #expect(token == current)
+        #expect(request(lifecycle.rejected(current, waiter: 8, id: 8, now: start, isCancelled: false)) != nil)
+    }
+
+    @Test func signOutOrphansWaitersAndDiscardsLateRefresh() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        #expect(Set(lifecycle.signOut()) == [1, 2])
+        let (waiters, _) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2)), now: late)
+        #expect(waiters.isEmpty)
+        #expect(lifecycle.freshToken(at: start) == nil)
+        guard case .resume(3, .failure(.signedOut)) = lifecycle.acquire(3, id: 3, now: start, isCancelled: false) else {
+            Issue.record("signed out stays signed out")
+            return
+        }
+    }
+
+    @Test func overtakenSignInIsDiscarded() {
+        var lifecycle = Lifecycle(skew: .zero)
+        let (first, _) = lifecycle.beginSignIn()
+        let (second, _) = lifecycle.beginSignIn()
+        #expect(lifecycle.signInCompleted(epoch: first, result: .success(grant(generation: 1))).error == .signedOut)
+        #expect(lifecycle.signInCompleted(epoch: second, result: .success(grant(generation: 2))).error == nil)
+        #expect(lifecycle.freshToken(at: start)?.generation == 2)
+    }
+
+    @Test func cancelledWaiterLeavesTheRefreshToOthers() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        #expect(lifecycle.cancelWaiter(id: 1) == 1)
+        #expect(lifecycle.cancelWaiter(id: 1) == nil, "cancelled once")
+        #expect(lifecycle.waiterCount == 1)
+        let (waiters, outcome) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        #expect(waiters == [2])
+        #expect(try outcome.get().generation == 2)
+    }
+
+    @Test func failureIsSharedThenForgotten() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        let (waiters, outcome) = lifecycle.refreshCompleted(refresh, result: .failure(.transient), now: late)
+        #expect(Set(waiters) == [1, 2])
+        #expect(outcome.error == .refreshFailed)
+        #expect(request(lifecycle.acquire(3, id: 3, now: late, isCancelled: false)) != nil, "the next call may refresh")
+    }
+
+    @Test func invalidGrantRevokes() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        let (_, outcome) = lifecycle.refreshCompleted(refresh, result: .failure(.invalidGrant), now: late)
+        #expect(outcome.error == .refreshTokenRevoked)
+        guard case .resume(2, .failure(.refreshTokenRevoked)) = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        else {
+            Issue.record("revoked is terminal until sign-in")
+            return
+        }
+    }
+
+    @Test func versionMovesOnEveryChangeReadersCareAbout() throws {
+        var lifecycle = signedIn()
+        var seen = [lifecycle.version]
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        seen.append(lifecycle.version)
+        _ = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        seen.append(lifecycle.version)
+        _ = lifecycle.signOut()
+        seen.append(lifecycle.version)
+        #expect(seen == seen.sorted() && Set(seen).count == seen.count)
+        _ = lifecycle.acquire(9, id: 9, now: late, isCancelled: false)
+        #expect(lifecycle.version == seen.last, "a read that changes nothing moves nothing")
+    }
+}
+
+extension Result {
+    var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
