@@ -8,6 +8,13 @@ let package = Package(
         .library(name: "SessionContract", targets: ["SessionContract"]),
         .library(name: "SessionStores", targets: ["SessionStores"]),
         .library(name: "TokenServer", targets: ["TokenServer"]),
+        .library(name: "SessionBench", targets: ["SessionBench"]),
+        .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
+        .executable(name: "session-bench", targets: ["session-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -18,10 +25,28 @@ let package = Package(
         .target(name: "SessionStores", dependencies: ["SessionContract", "SessionSync"]),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"]),
+        // The harness: scenarios, the invariant oracle, measurements and reports.
+        .target(
+            name: "SessionBench",
+            dependencies: [
+                "SessionContract", "SessionStores", "TokenServer", "SessionSync",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // The command line, as a library so a user's package can run it with its own stores.
+        .target(
+            name: "SessionBenchCLI",
+            dependencies: ["SessionBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"]),
+        .testTarget(
+            name: "SessionBenchTests",
+            dependencies: ["SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract"]
+        ),
         .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"]),
         .testTarget(
             name: "SessionStoresTests",
-            dependencies: ["SessionStores", "TokenServer", "SessionContract", "SessionSync"]
+            dependencies: ["SessionStores", "TokenServer", "SessionContract", "SessionBench"]
         ),
     ],
     swiftLanguageModes: [.v6]

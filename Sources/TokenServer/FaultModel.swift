@@ -1,5 +1,5 @@
 /// Faults the server injects into refresh calls, drawn from the run's seeded generator.
-public struct FaultModel: Sendable, Hashable {
+public struct FaultModel: Sendable, Hashable, Codable {
     /// Probability that a refresh fails with a transient error before the server acts on it.
     public var transientFailureRate: Double
     /// Probability that a refresh gets no answer: the client waits ``timeoutAfter`` and sees

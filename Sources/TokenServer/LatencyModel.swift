@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// How long the server takes to answer a call (real time, even when stores read a manual clock).
-public enum LatencyModel: Sendable, Hashable {
+public enum LatencyModel: Sendable, Hashable, Codable {
     /// Answers at once.
     case none
     /// Always the same.

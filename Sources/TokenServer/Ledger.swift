@@ -48,6 +48,9 @@ public struct Ledger: Sendable {
 
     public init() {}
 
+    /// Replaces the entries, for counting over a slice of another ledger.
+    public mutating func replaceEntries(_ newEntries: [LedgerEntry]) { entries = newEntries }
+
     mutating func append(
         at: TokenInstant, call: LedgerEntry.Call, family: UInt64, presentedGeneration: UInt64?,
         outcome: LedgerEntry.Outcome, issuedGeneration: UInt64?

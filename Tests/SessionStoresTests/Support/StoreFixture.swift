@@ -1,3 +1,4 @@
+import SessionBench
 import SessionContract
 import SessionStores
 import TokenServer

@@ -1,0 +1,51 @@
+/// The invariants every run checks (DESIGN §5), by stable id.
+public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case singleFlight = 1
+    case sameOutcome = 2
+    case noHang = 3
+    case fresh = 4
+    case monotonic = 5
+    case staleRejectionDoesNotRefresh = 6
+    case noReuse = 7
+    case signOutFence = 8
+    case noCrossUserLeak = 9
+    case failureSharedNotSticky = 10
+    case cancellationIsolated = 11
+
+    public var name: String {
+        switch self {
+        case .singleFlight: "single-flight"
+        case .sameOutcome: "same-outcome"
+        case .noHang: "no-hang"
+        case .fresh: "fresh"
+        case .monotonic: "monotonic"
+        case .staleRejectionDoesNotRefresh: "stale-401-no-refresh"
+        case .noReuse: "no-reuse"
+        case .signOutFence: "sign-out-fence"
+        case .noCrossUserLeak: "no-cross-user-leak"
+        case .failureSharedNotSticky: "failure-shared-not-sticky"
+        case .cancellationIsolated: "cancellation-isolated"
+        }
+    }
+
+    /// `I1 single-flight`.
+    public var description: String { "I\(rawValue) \(name)" }
+}
+
+/// One broken invariant, with what is needed to see and reproduce it. Never holds a
+/// token value or a user id.
+public struct Violation: Sendable, Hashable, Codable, CustomStringConvertible {
+    public let invariant: Invariant
+    public let scenario: String
+    public let seed: UInt64
+    /// What went wrong, in one line.
+    public let summary: String
+    /// The few events that broke it, oldest first.
+    public let trace: [String]
+    /// How many times this invariant broke in the run (only the first is traced).
+    public var occurrences: Int
+
+    public var description: String {
+        "\(invariant) in \(scenario) (seed \(seed)): \(summary)" + (occurrences > 1 ? " [×\(occurrences)]" : "")
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+/// Human-readable renderings: the terminal table and Markdown.
+extension ResultsReport {
+    static let columns = ["store", "verdict", "calls/s", "p50", "p99", "p99.9", "refresh/expiry", "allocs/op"]
+
+    func rows(for scenario: String) -> [[String]] {
+        results.filter { $0.scenario == scenario }.map { result in
+            let latency = result.headlineLatency
+            return [
+                result.store, Self.verdictText(result), result.operations > 0 ? Format.rate(result.throughput) : "—",
+                latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
+                latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—",
+                result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—",
+                result.allocationsPerOperation.map { String(format: "%.2f", $0) } ?? "n/a",
+            ]
+        }
+    }
+
+    static func verdictText(_ result: ScenarioResult) -> String {
+        switch result.verdict {
+        case .pass: "pass"
+        case .violated: "FAIL " + result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
+        case .hung: "HUNG"
+        case .crashed: "CRASHED"
+        case .error: "ERROR"
+        }
+    }
+
+    var scenarioNames: [String] {
+        var names: [String] = []
+        for result in results where !names.contains(result.scenario) { names.append(result.scenario) }
+        return names
+    }
+
+    /// The terminal table: one block per scenario, stores as rows, then what went wrong.
+    public func table() -> String {
+        var out = ""
+        for scenario in scenarioNames {
+            let first = results.first { $0.scenario == scenario }!
+            out += "\(scenario) — \(first.tasks) callers, seed \(first.seed)\n"
+            out += Format.aligned([Self.columns] + rows(for: scenario)) + "\n"
+        }
+        out += problems(markdown: false)
+        out += notes().map { "note: \($0)\n" }.joined()
+        return out
+    }
+
+    /// Markdown tables for a README.
+    public func markdown() -> String {
+        var out = ""
+        for scenario in scenarioNames {
+            let first = results.first { $0.scenario == scenario }!
+            out += "### \(scenario)\n\n\(first.tasks) callers, seed \(first.seed)\n\n"
+            out += "| " + Self.columns.joined(separator: " | ") + " |\n"
+            out += "|" + Self.columns.map { _ in "---" }.joined(separator: "|") + "|\n"
+            for row in rows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }
+            out += "\n"
+        }
+        let problems = problems(markdown: true)
+        if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
+        out += notes().map { "- \($0)\n" }.joined()
+        return out
+    }
+
+    /// Violations with their traces, hangs and crashes.
+    func problems(markdown: Bool) -> String {
+        var lines: [String] = []
+        let indent = markdown ? "  - " : "    "
+        for result in results where result.verdict != .pass {
+            let head = markdown ? "- **\(result.store) × \(result.scenario)**" : "\(result.store) × \(result.scenario)"
+            for violation in result.violations {
+                lines.append("\(head): \(violation)")
+                lines += violation.trace.map { indent + $0 }
+            }
+            if let hang = result.hang {
+                lines.append(
+                    "\(head): hung — \(hang.stuckCallers) of \(hang.ofCallers) callers stuck in \(hang.operation.rawValue) "
+                        + "for over \(String(format: "%.1f", hang.waitedSeconds))s (\(hang.phase))")
+            }
+            if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }
+        }
+        guard !lines.isEmpty else { return "" }
+        return (markdown ? "" : "problems:\n") + lines.map { markdown ? $0 : "  " + $0 }.joined(separator: "\n") + "\n"
+    }
+
+    func notes() -> [String] {
+        var notes: [String] = []
+        let overheads = results.map(\.harnessOverheadNanoseconds).filter { $0 > 0 }
+        if let overhead = overheads.min() {
+            notes.append(
+                "latencies include the harness's own timing cost, about \(Format.nanoseconds(overhead)) per sample")
+        }
+        let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
+        if let reason = unavailable.first {
+            notes.append("allocations not counted: \(reason)")
+        } else if results.contains(where: { $0.allocationNote == ScenarioRunner.roundAllocationNote }) {
+            notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
+        }
+        if results.contains(where: { $0.kind != .steadyReads }) {
+            notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
+        }
+        return notes
+    }
+}
+
+/// Number formatting for people.
+enum Format {
+    static func nanoseconds(_ value: Double) -> String {
+        switch value {
+        case ..<1_000: String(format: "%.0fns", value)
+        case ..<1_000_000: String(format: "%.1fµs", value / 1e3)
+        case ..<1_000_000_000: String(format: "%.1fms", value / 1e6)
+        default: String(format: "%.2fs", value / 1e9)
+        }
+    }
+
+    static func rate(_ value: Double) -> String {
+        switch value {
+        case ..<1_000: String(format: "%.0f", value)
+        case ..<1_000_000: String(format: "%.1fk", value / 1e3)
+        default: String(format: "%.2fM", value / 1e6)
+        }
+    }
+
+    /// Left-aligned columns separated by two spaces.
+    static func aligned(_ rows: [[String]]) -> String {
+        guard let width = rows.first?.count else { return "" }
+        let widths = (0..<width).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}
+
+/// One-line descriptions of scenarios, for `list` and reports.
+public enum ScenarioText {
+    public static func summary(_ scenario: Scenario) -> String {
+        let what: String
+        switch scenario.kind {
+        case .steadyReads: what = "callers read a long-lived token as fast as they can"
+        case .expiryStorm: what = "the token expires, then every caller asks at once"
+        case .rejectionStorm: what = "every caller reports a 401 for the same token; then stale 401s"
+        case .signOutRace: what = "callers wait on a refresh; the user signs out before it lands"
+        case .userSwitch: what = "callers wait on user A's refresh; user B signs in before it lands"
+        case .flakyServer: what = "expiry storms against a server that fails or times out at random"
+        case .cancellationStorm: what = "expiry storms; part of the waiters are cancelled mid-wait"
+        case .family: what = "expiry storms over \(scenario.accounts) accounts, each with its own store"
+        }
+        let size = scenario.isRoundBased ? "\(scenario.tasks) callers × \(scenario.rounds) rounds" : "\(scenario.tasks) callers"
+        return "\(what) (\(size))"
+    }
+}

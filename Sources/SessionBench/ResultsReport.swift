@@ -1,0 +1,95 @@
+import Foundation
+
+/// What a run was, for the record beside its results.
+public struct RunMetadata: Sendable, Codable {
+    public var tool: String
+    public var command: String
+    public var date: String
+    public var cores: Int
+    public var system: String
+    public var allocationCounting: String
+
+    public static func current(command: String) -> RunMetadata {
+        let formatter = ISO8601DateFormatter()
+        var uts = utsname()
+        uname(&uts)
+        let system = withUnsafeBytes(of: &uts.sysname) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } + " "
+            + withUnsafeBytes(of: &uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } + " "
+            + withUnsafeBytes(of: &uts.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return RunMetadata(
+            tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
+            cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
+            allocationCounting: "jemalloc arena statistics (mallctl), thread cache off, in each store's measuring process")
+    }
+}
+
+/// Results in every output format: a terminal table, CSV, JSON and Markdown.
+public struct ResultsReport: Sendable, Codable {
+    public static let toolVersion = "0.1.0"
+    /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
+    public static let csvSchemaVersion = 1
+
+    public var schemaVersion = ResultsReport.csvSchemaVersion
+    public var metadata: RunMetadata
+    public var results: [ScenarioResult]
+
+    public init(results: [ScenarioResult], metadata: RunMetadata) {
+        self.results = results
+        self.metadata = metadata
+    }
+
+    // MARK: JSON
+
+    /// Everything, histograms' percentile distributions included.
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(self), as: UTF8.self) + "\n"
+    }
+
+    // MARK: CSV
+
+    /// The fixed CSV header; the README documents each column.
+    public static let csvColumns = [
+        "schema_version", "store", "scenario", "kind", "operation", "verdict", "violated_invariants", "tasks", "seed",
+        "operations", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
+        "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
+        "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns",
+    ]
+
+    /// RFC 4180: one row per store × scenario × operation kind (a row with an empty
+    /// operation when nothing was measured, e.g. a crashed store).
+    public func csv() -> String {
+        var lines = [Self.csvColumns.joined(separator: ",")]
+        for result in results {
+            let kinds: [LatencySummary?] = result.latencies.isEmpty ? [nil] : result.latencies
+            for latency in kinds {
+                let fields: [String] = [
+                    "\(Self.csvSchemaVersion)", result.store, result.scenario, result.kind.rawValue,
+                    latency?.kind.rawValue ?? "", result.verdict.rawValue,
+                    result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: " "),
+                    "\(result.tasks)", "\(result.seed)", "\(result.operations)", Self.number(result.seconds, 6),
+                    Self.number(result.throughput, 1), latency.map { "\($0.count)" } ?? "",
+                    latency.map { "\($0.p50)" } ?? "", latency.map { "\($0.p90)" } ?? "",
+                    latency.map { "\($0.p99)" } ?? "", latency.map { "\($0.p999)" } ?? "",
+                    latency.map { "\($0.max)" } ?? "", latency.map { Self.number($0.mean, 1) } ?? "",
+                    "\(result.refreshCalls)", "\(result.storms)", result.refreshesPerExpiry.map { Self.number($0, 3) } ?? "",
+                    result.waitersPerRefresh.map { Self.number($0, 2) } ?? "",
+                    result.allocationsPerOperation.map { Self.number($0, 4) } ?? "",
+                    result.allocatedBytesPerOperation.map { Self.number($0, 2) } ?? "",
+                    Self.number(result.cpuSeconds, 4), "\(result.peakResidentBytes)",
+                    Self.number(result.harnessOverheadNanoseconds, 1),
+                ]
+                lines.append(fields.map(Self.csvField).joined(separator: ","))
+            }
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    static func csvField(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func number(_ value: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", value) }
+}

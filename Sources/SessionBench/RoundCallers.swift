@@ -1,0 +1,154 @@
+import SessionContract
+import TokenServer
+
+/// Launching callers, holding their refresh, and waiting for them under the watchdog.
+extension RoundState {
+    typealias Body = @Sendable (any SessionStore, Int) async throws(SessionError) -> AccessToken
+
+    struct Launched {
+        let latch: CompletionLatch<RoundDriver.Call>
+        let tasks: [Task<Void, Never>]
+        let count: Int
+        let kind: OperationKind
+        let cancel: Set<Int>
+        let arrivalsBefore: Int
+    }
+
+    /// Starts `count` callers, caller `i` on account `i % accounts`, released together.
+    /// Holds the server's refreshes first, so the storm builds up behind one.
+    func launch(_ count: Int, kind: OperationKind, cancel: Set<Int>, hold: Bool = true, call: @escaping Body) -> Launched {
+        let arrivalsBefore = server.gate.arrivals
+        if hold { server.gate.hold() }
+        let line = StartLine(count: count)
+        let latch = CompletionLatch<RoundDriver.Call>(expected: count)
+        let stores = self.stores, subjects = self.subjects, time = self.time
+        let tasks = (0..<count).map { caller in
+            Task {
+                let account = caller % stores.count
+                await line.arriveAndWait()
+                latch.enter()
+                let startedAt = time.now
+                let t0 = TokenClock.system.now().nanoseconds
+                let result: Result<AccessToken, SessionError>
+                do throws(SessionError) { result = .success(try await call(stores[account], account)) } catch {
+                    result = .failure(error)
+                }
+                let t1 = TokenClock.system.now().nanoseconds
+                latch.finish(
+                    RoundDriver.Call(
+                        caller: caller, account: account, kind: kind, startedAt: startedAt, nanoseconds: t1 - t0,
+                        outcome: result.map { Self.issued($0, subjects: subjects) }, wasCancelled: cancel.contains(caller)))
+            }
+        }
+        return Launched(latch: latch, tasks: tasks, count: count, kind: kind, cancel: cancel, arrivalsBefore: arrivalsBefore)
+    }
+
+    static func issued(_ token: AccessToken, subjects: [[Subject]]) -> RoundDriver.Issued {
+        for (account, pair) in subjects.enumerated() {
+            if let slot = pair.firstIndex(of: token.subject) {
+                return .init(generation: token.generation, account: account, subjectSlot: slot, expiresAt: token.expiresAt)
+            }
+        }
+        return .init(generation: token.generation, account: nil, subjectSlot: nil, expiresAt: token.expiresAt)
+    }
+
+    /// Waits until every caller is in and the expected refreshes reached the server, lets
+    /// stragglers park, then cancels the chosen callers. `false` (and a hang) on timeout.
+    mutating func waitForStorm(_ launched: Launched, expectedRefreshes: Int, phase: String) async -> Bool {
+        let entered = await launched.latch.waitForEntry(until: .now + runner.hangTimeout)
+        guard entered else {
+            server.gate.release()
+            outcome.hang = .init(
+                stuckCallers: launched.count - launched.latch.enteredCount, ofCallers: launched.count,
+                operation: launched.kind, waitedSeconds: runner.hangTimeout.seconds, phase: "\(phase): start")
+            return false
+        }
+        if expectedRefreshes > 0 {
+            // A store that never refreshes is not waited for long: its callers are checked anyway.
+            let gate = server.gate
+            _ = await CompletionLatch<Int>.poll(until: .now + .milliseconds(200)) {
+                gate.arrivals >= launched.arrivalsBefore + expectedRefreshes
+            }
+        }
+        try? await Task.sleep(for: runner.settle)
+        if !launched.cancel.isEmpty {
+            for caller in launched.cancel { launched.tasks[caller].cancel() }
+            try? await Task.sleep(for: runner.settle)
+        }
+        return true
+    }
+
+    /// Releases the held refresh and collects every caller, or records a hang.
+    mutating func finish(_ launched: Launched, phase: String) async -> [RoundDriver.Call]? {
+        server.gate.release()
+        let started = ContinuousClock.now
+        guard let calls = await launched.latch.wait(until: started + runner.hangTimeout) else {
+            outcome.hang = .init(
+                stuckCallers: launched.count - launched.latch.finishedCount, ofCallers: launched.count,
+                operation: launched.kind, waitedSeconds: runner.hangTimeout.seconds, phase: phase)
+            return nil
+        }
+        return calls
+    }
+
+    /// Launch, hold, release, collect and record in one go.
+    mutating func callers(
+        _ count: Int, kind: OperationKind, phase: String, expectedRefreshes: Int, cancel: Set<Int>, call: @escaping Body
+    ) async -> [RoundDriver.Call]? {
+        let launched = launch(count, kind: kind, cancel: cancel, hold: expectedRefreshes > 0, call: call)
+        if expectedRefreshes > 0 {
+            guard await waitForStorm(launched, expectedRefreshes: expectedRefreshes, phase: phase) else { return nil }
+        }
+        guard let calls = await finish(launched, phase: phase) else { return nil }
+        record(calls)
+        return calls
+    }
+
+    /// Latency, operation counts, and the per-call invariants (fresh, monotonic).
+    mutating func record(_ calls: [RoundDriver.Call]) {
+        for call in calls {
+            outcome.operations += 1
+            outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
+            guard case .success(let issued) = call.outcome else { continue }
+            if issued.expiresAt <= call.startedAt {
+                oracle.report(
+                    .fresh, "caller \(call.caller) got generation \(issued.generation), already expired when it asked")
+            }
+            let seen = lastSeen[call.caller, default: 0]
+            if issued.generation < seen {
+                oracle.report(
+                    .monotonic, "caller \(call.caller) got generation \(issued.generation) after it had seen \(seen)")
+            }
+            lastSeen[call.caller] = max(seen, issued.generation)
+        }
+    }
+
+    /// Signs `account` in as its user in `slot` (0 or 1), timing it.
+    mutating func signIn(_ account: Int, slot: Int) async throws(SessionError) {
+        let t0 = TokenClock.system.now().nanoseconds
+        try await stores[account].signIn(Credentials(subject: subjects[account][slot]))
+        outcome.latencies.record(.signIn, nanoseconds: TokenClock.system.now().nanoseconds - t0)
+        outcome.operations += 1
+        signedInSlot[account] = slot
+        previousToken[account] = nil
+        currentToken[account] = try? await stores[account].validToken()
+        scanLedger()
+    }
+
+    /// Learns which family every newly issued generation belongs to.
+    mutating func scanLedger() {
+        let entries = server.ledger.entries
+        for entry in entries.dropFirst(ledgerScanned) {
+            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
+        }
+        ledgerScanned = entries.count
+    }
+
+    /// The callers to cancel this round, drawn from the scenario's seed.
+    mutating func chooseCancelled(_ count: Int) -> Set<Int> {
+        let wanted = Int(Double(count) * scenario.cancelFraction)
+        var chosen = Set<Int>()
+        while chosen.count < wanted { chosen.insert(Int(random.next() % UInt64(count))) }
+        return chosen
+    }
+}

@@ -1,0 +1,129 @@
+import TokenServer
+
+/// One workload, fully set by its parameters: the same scenario and seed reproduce the
+/// same schedule of expiries, faults and cancellations (thread interleaving aside).
+public struct Scenario: Sendable, Hashable, Codable {
+    /// What the callers do.
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Callers read a long-lived token as fast as they can (or at a fixed arrival rate).
+        case steadyReads = "steady-reads"
+        /// Rounds: the token expires, then every caller asks for one at once.
+        case expiryStorm = "expiry-storm"
+        /// Rounds: every caller reports a 401 for the same token; then some report a stale one.
+        case rejectionStorm = "401-storm"
+        /// Rounds: callers wait on a refresh, the user signs out before it lands.
+        case signOutRace = "sign-out-race"
+        /// Rounds: callers wait on user A's refresh, user B signs in before it lands.
+        case userSwitch = "user-switch"
+        /// Rounds of expiry storms against a server that fails or times out at random.
+        case flakyServer = "flaky-server"
+        /// Rounds of expiry storms in which part of the waiters are cancelled mid-wait.
+        case cancellationStorm = "cancellation-storm"
+        /// Rounds of expiry storms over several accounts, each with its own store.
+        case family
+    }
+
+    public var name: String
+    public var kind: Kind
+    /// Concurrent callers.
+    public var tasks: Int
+    /// How long a steady scenario runs.
+    public var duration: Duration
+    /// How many rounds a round-based scenario runs.
+    public var rounds: Int
+    /// Access-token lifetime the server grants.
+    public var tokenLifetime: Duration
+    /// The server's response time.
+    public var latency: LatencyModel
+    /// The server's faults.
+    public var faults: FaultModel
+    /// Accounts (stores) in the family scenario.
+    public var accounts: Int
+    /// Steady scenarios only: total calls per second across all callers (open loop), or
+    /// `nil` for as fast as possible (closed loop).
+    public var arrivalRate: Double?
+    /// Fraction of waiters cancelled in a cancellation storm.
+    public var cancelFraction: Double
+    /// Seeds the server's faults and latencies and the choice of cancelled callers.
+    public var seed: UInt64
+
+    public init(
+        name: String, kind: Kind, tasks: Int, duration: Duration = .milliseconds(500), rounds: Int = 40,
+        tokenLifetime: Duration = .seconds(300), latency: LatencyModel = .none, faults: FaultModel = .none,
+        accounts: Int = 1, arrivalRate: Double? = nil, cancelFraction: Double = 0, seed: UInt64 = 1
+    ) {
+        self.name = name
+        self.kind = kind
+        self.tasks = tasks
+        self.duration = duration
+        self.rounds = rounds
+        self.tokenLifetime = tokenLifetime
+        self.latency = latency
+        self.faults = faults
+        self.accounts = accounts
+        self.arrivalRate = arrivalRate
+        self.cancelFraction = cancelFraction
+        self.seed = seed
+    }
+
+    /// Whether the scenario runs in synchronized rounds (a storm per round).
+    public var isRoundBased: Bool { kind != .steadyReads }
+
+    /// Validates the parameters, naming the first one out of range.
+    public func validate() throws(ScenarioError) {
+        guard tasks >= 1 else { throw .invalid("\(name): tasks must be at least 1 (got \(tasks))") }
+        guard duration > .zero else { throw .invalid("\(name): duration must be positive") }
+        guard rounds >= 1 else { throw .invalid("\(name): rounds must be at least 1 (got \(rounds))") }
+        guard tokenLifetime > .zero else { throw .invalid("\(name): token lifetime must be positive") }
+        guard accounts >= 1, accounts <= tasks else {
+            throw .invalid("\(name): accounts must be between 1 and tasks (\(tasks)), got \(accounts)")
+        }
+        if let arrivalRate, !(arrivalRate > 0 && arrivalRate.isFinite) {
+            throw .invalid("\(name): arrival rate must be a positive number of calls per second")
+        }
+        guard (0...1).contains(cancelFraction) else {
+            throw .invalid("\(name): cancel fraction must be between 0 and 1")
+        }
+        let rates = [faults.transientFailureRate, faults.timeoutRate, faults.lostResponseRate]
+        guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
+            throw .invalid("\(name): fault rates must each be in 0…1 and sum to at most 1")
+        }
+    }
+}
+
+public enum ScenarioError: Error, Equatable, CustomStringConvertible {
+    case invalid(String)
+    case unknown(String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let message): message
+        case .unknown(let name):
+            "unknown scenario '\(name)'; known: \(ScenarioCatalog.all.map(\.name).joined(separator: ", "))"
+        }
+    }
+}
+
+/// The named presets.
+public enum ScenarioCatalog {
+    public static let all: [Scenario] = [
+        Scenario(name: "steady-reads", kind: .steadyReads, tasks: 4, duration: .milliseconds(400)),
+        Scenario(name: "expiry-storm", kind: .expiryStorm, tasks: 64, rounds: 40),
+        Scenario(name: "401-storm", kind: .rejectionStorm, tasks: 64, rounds: 40),
+        Scenario(name: "sign-out-race", kind: .signOutRace, tasks: 32, rounds: 30),
+        Scenario(name: "user-switch", kind: .userSwitch, tasks: 32, rounds: 30),
+        Scenario(
+            name: "flaky-server", kind: .flakyServer, tasks: 32, rounds: 40,
+            faults: FaultModel(transientFailureRate: 0.25, timeoutRate: 0.1, timeoutAfter: .milliseconds(2))),
+        Scenario(name: "cancellation-storm", kind: .cancellationStorm, tasks: 64, rounds: 30, cancelFraction: 0.5),
+        Scenario(name: "family", kind: .family, tasks: 64, rounds: 30, accounts: 4),
+    ]
+
+    /// What `compare` runs when no scenario is named.
+    public static var defaults: [Scenario] { all }
+
+    public static func named(_ name: String) throws(ScenarioError) -> Scenario {
+        guard let scenario = all.first(where: { $0.name == name }) else { throw .unknown(name) }
+        return scenario
+    }
+}

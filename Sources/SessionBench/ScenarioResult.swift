@@ -1,0 +1,99 @@
+/// Everything one store × scenario run measured and found. Holds no token values or user ids.
+public struct ScenarioResult: Sendable, Codable {
+    public enum Verdict: String, Sendable, Codable {
+        /// Every invariant held.
+        case pass
+        /// At least one invariant broke.
+        case violated
+        /// Calls did not complete before the watchdog's deadline.
+        case hung
+        /// The measuring process died (signal or abnormal exit).
+        case crashed
+        /// The run could not be carried out (bad setup, unreadable output).
+        case error
+    }
+
+    /// Callers still inside the store when the watchdog gave up.
+    public struct Hang: Sendable, Codable, Hashable {
+        public let stuckCallers: Int
+        public let ofCallers: Int
+        public let operation: OperationKind
+        public let waitedSeconds: Double
+        public let phase: String
+    }
+
+    public var store: String
+    public var scenario: String
+    public var kind: Scenario.Kind
+    public var seed: UInt64
+    public var tasks: Int
+    public var verdict: Verdict
+    public var violations: [Violation] = []
+    public var hang: Hang?
+    /// Why the run crashed or could not run.
+    public var failure: String?
+
+    /// Calls made to the store (all kinds).
+    public var operations: UInt64 = 0
+    /// Wall-clock seconds of the measured phase.
+    public var seconds: Double = 0
+    public var latencies: [LatencySummary] = []
+
+    /// Refresh calls the server received.
+    public var refreshCalls: Int = 0
+    /// Storms run (rounds × accounts); 0 for steady scenarios.
+    public var storms: Int = 0
+    /// Refresh calls made by storms, for refreshes per expiry.
+    public var stormRefreshCalls: Int = 0
+    /// Callers that waited in storms.
+    public var stormCallers: Int = 0
+
+    /// Allocations over the measured phase, or `nil` with `allocationNote` saying why not.
+    public var allocations: UInt64?
+    public var allocatedBytes: UInt64?
+    public var allocationNote: String?
+
+    public var cpuSeconds: Double = 0
+    public var peakResidentBytes: UInt64 = 0
+    /// The harness's own cost per timed sample (two clock reads and a histogram record).
+    public var harnessOverheadNanoseconds: Double = 0
+
+    public init(store: String, scenario: Scenario, verdict: Verdict) {
+        self.store = store
+        self.scenario = scenario.name
+        kind = scenario.kind
+        seed = scenario.seed
+        tasks = scenario.tasks
+        self.verdict = verdict
+    }
+
+    // MARK: Derived figures
+
+    /// Store calls per second.
+    public var throughput: Double { seconds > 0 ? Double(operations) / seconds : 0 }
+
+    /// Refresh calls per storm: 1 for a single-flight store.
+    public var refreshesPerExpiry: Double? { storms > 0 ? Double(stormRefreshCalls) / Double(storms) : nil }
+
+    /// Callers served per refresh call (the coalescing factor).
+    public var waitersPerRefresh: Double? {
+        stormRefreshCalls > 0 ? Double(stormCallers) / Double(stormRefreshCalls) : nil
+    }
+
+    public var allocationsPerOperation: Double? {
+        guard let allocations, operations > 0 else { return nil }
+        return Double(allocations) / Double(operations)
+    }
+
+    public var allocatedBytesPerOperation: Double? {
+        guard let allocatedBytes, operations > 0 else { return nil }
+        return Double(allocatedBytes) / Double(operations)
+    }
+
+    /// The latency summary of the scenario's main operation.
+    public var headlineLatency: LatencySummary? {
+        let preferred: [OperationKind] = [.read, .refreshWait, .rejection]
+        for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
+        return latencies.first
+    }
+}

@@ -1,0 +1,105 @@
+import SessionContract
+import TokenServer
+
+/// Runs scenarios against stores, in this process, with a watchdog.
+public struct ScenarioRunner: Sendable {
+    /// How long a phase may wait for the store's calls before they count as hung.
+    public var hangTimeout: Duration
+    /// How long a coordinator lets callers settle before releasing a held refresh.
+    public var settle: Duration
+
+    public init(hangTimeout: Duration = .seconds(5), settle: Duration = .milliseconds(1)) {
+        self.hangTimeout = hangTimeout
+        self.settle = settle
+    }
+
+    static let roundAllocationNote =
+        "counted in steady scenarios only: in storms the harness creates a task per caller, which cannot be told apart from the store's allocations"
+
+    /// Runs `scenario` against a fresh instance of `store`.
+    public func run(_ store: StoreDescriptor, _ scenario: Scenario) async -> ScenarioResult {
+        var result = ScenarioResult(store: store.name, scenario: scenario, verdict: .pass)
+        do {
+            try scenario.validate()
+        } catch {
+            result.verdict = .error
+            result.failure = error.description
+            return result
+        }
+        let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
+        let counter = AllocationCounter.unavailableReason == nil ? AllocationCounter() : nil
+        result.allocationNote = AllocationCounter.unavailableReason
+        result.harnessOverheadNanoseconds = HarnessOverhead.perSampleNanoseconds()
+
+        let cpuBefore = ResourceUsage.cpuSeconds
+        let outcome: DriverOutcome
+        switch scenario.kind {
+        case .steadyReads:
+            outcome = await SteadyDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+                .run(counter: counter)
+        default:
+            outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle).run()
+            if result.allocationNote == nil {
+                result.allocationNote = Self.roundAllocationNote
+            }
+        }
+        result.cpuSeconds = ResourceUsage.cpuSeconds - cpuBefore
+        result.peakResidentBytes = ResourceUsage.peakResidentBytes
+        outcome.apply(to: &result)
+        result.violations = oracle.violations
+        if result.hang != nil {
+            result.verdict = .hung
+        } else if result.failure != nil {
+            result.verdict = .error
+        } else if !result.violations.isEmpty {
+            result.verdict = .violated
+        }
+        return result
+    }
+}
+
+/// What a driver hands back to the runner.
+struct DriverOutcome {
+    var operations: UInt64 = 0
+    var seconds: Double = 0
+    var latencies = LatencyRecorder()
+    var refreshCalls = 0
+    var storms = 0
+    var stormRefreshCalls = 0
+    var stormCallers = 0
+    var allocations: AllocationCounter.Snapshot?
+    var hang: ScenarioResult.Hang?
+    /// Set when the run could not be carried out.
+    var failure: String?
+
+    func apply(to result: inout ScenarioResult) {
+        result.operations = operations
+        result.seconds = seconds
+        result.latencies = latencies.summaries
+        result.refreshCalls = refreshCalls
+        result.storms = storms
+        result.stormRefreshCalls = stormRefreshCalls
+        result.stormCallers = stormCallers
+        result.allocations = allocations?.count
+        result.allocatedBytes = allocations?.bytes
+        result.hang = hang
+        result.failure = failure
+    }
+}
+
+/// The cost of timing one sample: two clock reads and a histogram record.
+enum HarnessOverhead {
+    /// Times `iterations` samples of nothing, exactly as the steady driver times a call.
+    static func perSampleNanoseconds(iterations: Int = 200_000) -> Double {
+        var histogram = LatencyRecorder.emptyHistogram()
+        let clock = TokenClock.system
+        let start = clock.now()
+        for _ in 0..<iterations {
+            let t0 = clock.now().nanoseconds
+            let t1 = clock.now().nanoseconds
+            _ = histogram.record(UInt64(clamping: max(t1 - t0, 1)))
+        }
+        let elapsed = clock.now().nanoseconds - start.nanoseconds
+        return Double(elapsed) / Double(iterations)
+    }
+}

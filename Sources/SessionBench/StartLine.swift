@@ -1,0 +1,139 @@
+import SessionSync
+import Synchronization
+
+/// Holds `count` tasks until all have arrived, then lets them go together, so a storm of
+/// callers really overlaps instead of trickling in as tasks are created.
+public final class StartLine: Sendable {
+    private struct State {
+        var arrived = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let count: Int
+    private let state = Mutex(State())
+
+    public init(count: Int) { self.count = count }
+
+    public func arriveAndWait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let release: [CheckedContinuation<Void, Never>] = state.withLock(visibleTo: self) { state in
+                state.arrived += 1
+                state.waiting.append(continuation)
+                guard state.arrived == count else { return [] }
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for waiter in release { waiter.resume() }
+        }
+    }
+}
+
+/// Collects the results of `expected` tasks and lets a coordinator wait for them with a
+/// deadline, so a task stuck in a store is reported instead of hanging the tool. Waiting
+/// suspends rather than polls, so the coordinator allocates (and runs) nothing while callers work.
+public final class CompletionLatch<Value: Sendable>: Sendable {
+    private struct State {
+        var results: [Value] = []
+        var entered = 0
+        var waitingForResults: CheckedContinuation<[Value]?, Never>?
+        var waitingForEntry: CheckedContinuation<Bool, Never>?
+    }
+
+    private let expected: Int
+    private let state: Mutex<State>
+
+    public init(expected: Int) {
+        self.expected = expected
+        var initial = State()
+        initial.results.reserveCapacity(expected)
+        state = Mutex(initial)
+    }
+
+    /// A task is about to make its call.
+    public func enter() {
+        let waiter = state.withLock(visibleTo: self) { state -> CheckedContinuation<Bool, Never>? in
+            state.entered += 1
+            guard state.entered == expected else { return nil }
+            defer { state.waitingForEntry = nil }
+            return state.waitingForEntry
+        }
+        waiter?.resume(returning: true)
+    }
+
+    /// A task finished with `value`.
+    public func finish(_ value: Value) {
+        let (waiter, results) = state.withLock(visibleTo: self) { state -> (CheckedContinuation<[Value]?, Never>?, [Value]) in
+            state.results.append(value)
+            guard state.results.count == expected, let waiter = state.waitingForResults else { return (nil, []) }
+            state.waitingForResults = nil
+            return (waiter, state.results)
+        }
+        waiter?.resume(returning: results)
+    }
+
+    public var enteredCount: Int { state.withLock(visibleTo: self) { $0.entered } }
+    public var finishedCount: Int { state.withLock(visibleTo: self) { $0.results.count } }
+
+    /// Every result, or `nil` if not all arrived before `deadline`.
+    public func wait(until deadline: ContinuousClock.Instant) async -> [Value]? {
+        await withDeadline(deadline, timedOut: nil) { continuation in
+            state.withLock(visibleTo: self) { state in
+                if state.results.count == expected { return .now(state.results) }
+                state.waitingForResults = continuation
+                return .later
+            }
+        } expire: {
+            self.state.withLock(visibleTo: self) { state in
+                defer { state.waitingForResults = nil }
+                return state.waitingForResults
+            }
+        }
+    }
+
+    /// Whether every task entered before `deadline`.
+    public func waitForEntry(until deadline: ContinuousClock.Instant) async -> Bool {
+        await withDeadline(deadline, timedOut: false) { continuation in
+            state.withLock(visibleTo: self) { state in
+                if state.entered == expected { return .now(true) }
+                state.waitingForEntry = continuation
+                return .later
+            }
+        } expire: {
+            self.state.withLock(visibleTo: self) { state in
+                defer { state.waitingForEntry = nil }
+                return state.waitingForEntry
+            }
+        }
+    }
+
+    private enum Registration<T> {
+        case now(T)
+        case later
+    }
+
+    /// Suspends until `register`'s continuation is resumed, or resumes it with `timedOut`
+    /// at `deadline` if `expire` still finds it waiting.
+    private func withDeadline<T: Sendable>(
+        _ deadline: ContinuousClock.Instant, timedOut: T,
+        register: (CheckedContinuation<T, Never>) -> Registration<T>,
+        expire: @escaping @Sendable () -> CheckedContinuation<T, Never>?
+    ) async -> T {
+        let timer = Task {
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            expire()?.resume(returning: timedOut)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            if case .now(let value) = register(continuation) { continuation.resume(returning: value) }
+        }
+    }
+
+    /// Waits until `condition` holds or `deadline` passes; returns whether it held.
+    public static func poll(until deadline: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
+        while !condition() {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .microseconds(100))
+        }
+        return true
+    }
+}

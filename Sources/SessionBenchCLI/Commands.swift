@@ -1,0 +1,191 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `session-bench`: which way of guarding a session's tokens is correct, and what it costs.
+public struct SessionBenchCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "session-bench",
+        abstract: "Check session-token stores for concurrency bugs and measure what each costs.",
+        discussion: exitStatusHelp,
+        subcommands: [Compare.self, List.self, Stress.self, RunStore.self],
+        defaultSubcommand: Compare.self
+    )
+
+    public init() {}
+
+    /// Runs the command line with the built-in stores plus `extraStores` (for a user's own
+    /// package), and exits with the documented status.
+    public static func main(extraStores: [StoreDescriptor]) async -> Never {
+        StoreRegistry.register(extraStores)
+        await main(arguments: Array(CommandLine.arguments.dropFirst()))
+    }
+
+    public static func main(arguments: [String]) async -> Never {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            Foundation.exit(ExitStatus.success.rawValue)
+        } catch {
+            Foundation.exit(report(error))
+        }
+    }
+
+    /// Prints `error` the way the tool promises (one line for bad input) and picks the status.
+    static func report(_ error: Error) -> Int32 {
+        if let usage = error as? UsageError {
+            Log.progress("session-bench: error: \(usage)")
+            return ExitStatus.usage.rawValue
+        }
+        let code = exitCode(for: error)
+        if code == .success {
+            print(fullMessage(for: error))  // --help, --version
+            return ExitStatus.success.rawValue
+        }
+        if let exit = error as? ExitCode { return exit.rawValue }
+        let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        Log.progress("session-bench: error: \(message) (see 'session-bench --help')")
+        return ExitStatus.usage.rawValue
+    }
+}
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the stores and scenarios, one per line.")
+
+    func run() {
+        print("stores:")
+        for store in StoreRegistry.all {
+            let marks = [store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil]
+                .compactMap { $0 }
+            let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
+            print("  \(store.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
+        }
+        print("scenarios:")
+        for scenario in ScenarioCatalog.all {
+            print("  \(scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(ScenarioText.summary(scenario))")
+        }
+    }
+}
+
+struct Compare: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run stores through scenarios; report each one's verdict and cost (the main job).",
+        discussion: exitStatusHelp)
+
+    @OptionGroup var run: RunOptions
+    @OptionGroup var output: OutputOptions
+
+    mutating func run() async throws {
+        let stores = try run.resolvedStores()
+        let scenarios = try run.resolvedScenarios()
+        if !output.quiet {
+            let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
+            Log.progress(
+                "session-bench compare: \(stores.count) store(s) × \(scenarios.count) scenario(s), seed \(seeds)"
+                    + (run.inProcess ? ", in process" : ", one process per store"))
+        }
+        let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: output.quiet).run()
+        let report = ResultsReport(results: results, metadata: .current(command: "compare"))
+        try output.emit(report)
+        if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+struct Stress: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run randomized schedules (a new seed per round) and report violations with the seed that reproduces them.",
+        discussion: exitStatusHelp)
+
+    @OptionGroup var run: RunOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: .long, help: "How many randomized rounds (default: 10).")
+    var iterations: Int = 10
+
+    @Option(name: .customLong("for"), help: "Stop after this long, e.g. 30s, even if iterations remain.")
+    var timeLimit: DurationArgument?
+
+    func validate() throws {
+        guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1 (got \(iterations))") }
+    }
+
+    mutating func run() async throws {
+        let stores = try run.resolvedStores()
+        let base = try run.resolvedScenarios()
+        var random = SystemRandomNumberGenerator()
+        let firstSeed = run.seed ?? random.next()
+        let deadline = timeLimit.map { ContinuousClock.now + $0.duration }
+        var all: [ScenarioResult] = []
+        for iteration in 0..<iterations {
+            if let deadline, ContinuousClock.now > deadline { break }
+            let seed = firstSeed &+ UInt64(iteration)
+            let scenarios = base.map { scenario -> Scenario in
+                var scenario = scenario
+                scenario.seed = seed
+                // Vary what the seed controls beyond faults: the crowd and the server's pace.
+                var rng = SeededRandomSource(seed: seed)
+                scenario.tasks = max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks)))
+                scenario.accounts = min(scenario.accounts, scenario.tasks)
+                if scenario.isRoundBased { scenario.rounds = max(5, scenario.rounds / 4) }
+                return scenario
+            }
+            if !output.quiet { Log.progress("stress: iteration \(iteration + 1)/\(iterations), seed \(seed)") }
+            let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: true).run()
+            for result in results where result.verdict != .pass {
+                Log.progress("  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — reproduce with --seed \(seed) --tasks \(scenarios.first { $0.name == result.scenario }?.tasks ?? 0)")
+            }
+            all += results
+        }
+        let report = ResultsReport(results: all, metadata: .current(command: "stress"))
+        try output.emit(report)
+        if all.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+/// A tiny seeded generator for the stress command's own choices.
+struct SeededRandomSource {
+    var state: UInt64
+    init(seed: UInt64) { state = seed ^ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 11
+    }
+}
+
+/// The measuring child of an isolated run. Not for people: reads a plan on standard input.
+struct RunStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run-store", abstract: "Measure one store (used internally by compare and stress).",
+        shouldDisplay: false)
+
+    mutating func run() async throws {
+        let input = FileHandle.standardInput.readDataToEndOfFile()
+        let plan: IsolatedRun.Plan
+        do { plan = try JSONDecoder().decode(IsolatedRun.Plan.self, from: input) } catch {
+            throw UsageError("run-store expects a plan as JSON on standard input: \(error)")
+        }
+        guard let store = StoreRegistry.named(plan.store) else { throw UsageError("unknown store '\(plan.store)'") }
+        let runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(plan.hangTimeoutSeconds * 1000)))
+        let encoder = JSONEncoder()
+        for scenario in plan.scenarios {
+            let result = await runner.run(store, scenario)
+            let line = IsolatedRun.resultPrefix + String(decoding: try encoder.encode(result), as: UTF8.self) + "\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+            if result.verdict == .hung {
+                // Callers are still stuck inside the store; nothing after this would be trustworthy.
+                for rest in plan.scenarios.drop(while: { $0.name != scenario.name }).dropFirst() {
+                    var skipped = ScenarioResult(store: store.name, scenario: rest, verdict: .error)
+                    skipped.failure = "not run: the store hung in \(scenario.name)"
+                    let skippedLine = IsolatedRun.resultPrefix + String(decoding: try encoder.encode(skipped), as: UTF8.self) + "\n"
+                    FileHandle.standardOutput.write(Data(skippedLine.utf8))
+                }
+                Foundation.exit(0)
+            }
+        }
+    }
+}

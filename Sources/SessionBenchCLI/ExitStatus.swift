@@ -1,0 +1,14 @@
+/// The command line's exit statuses, as documented in `--help` and the README.
+public enum ExitStatus: Int32 {
+    /// Every store was correct (and every threshold held).
+    case success = 0
+    /// An invariant failed, a store hung or crashed (or a threshold failed).
+    case failed = 1
+    /// Bad usage or input: unknown names, malformed values, unwritable paths.
+    case usage = 2
+}
+
+let exitStatusHelp = """
+    Exit status: 0 when every store passed; 1 when an invariant failed or a store hung or \
+    crashed; 2 for bad usage or input.
+    """

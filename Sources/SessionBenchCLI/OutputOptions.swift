@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+
+/// Where and how results are written.
+struct OutputOptions: ParsableArguments {
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case table, csv, json, markdown
+    }
+
+    @Option(name: .long, help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var format: Format = .table
+
+    @Option(name: .long, help: "Write the output to this file (atomically) instead of standard output.")
+    var output: String?
+
+    @Flag(name: .long, help: "No progress lines on standard error.")
+    var quiet = false
+
+    func validate() throws {
+        if let output { try AtomicFile.checkWritable(output) }
+    }
+}
+
+/// Writes a whole file or nothing: a temporary file beside the target, then a rename.
+enum AtomicFile {
+    /// Fails (with the reason and a fix) unless `path` can be written.
+    static func checkWritable(_ path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ValidationError("--output '\(path)' is a directory; give a file path")
+        }
+        let directory = url.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("--output '\(path)': directory '\(directory)' does not exist; create it first")
+        }
+        guard access(directory, W_OK) == 0 else {
+            throw ValidationError("--output '\(path)': directory '\(directory)' is not writable; choose another path")
+        }
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        do {
+            try Data(text.utf8).write(to: temporary)
+            guard rename(temporary.path, url.path) == 0 else {
+                throw UsageError("cannot write '\(path)': \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw UsageError("cannot write '\(path)': \(error)")
+        }
+    }
+}
+
+extension OutputOptions {
+    /// Renders `report` in the chosen format to `--output` (atomically) or standard output.
+    /// With `--output`, the table still goes to standard output for the person watching.
+    func emit(_ report: ResultsReport) throws {
+        let text: String
+        switch format {
+        case .table: text = report.table()
+        case .csv: text = report.csv()
+        case .json: text = try report.json()
+        case .markdown: text = report.markdown()
+        }
+        if let output {
+            try AtomicFile.write(text, to: output)
+            if format != .table { print(report.table()) }
+            if !quiet { Log.progress("wrote \(format.rawValue) to \(output)") }
+        } else {
+            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+        }
+    }
+}

@@ -1,0 +1,3 @@
+import SessionBenchCLI
+
+await SessionBenchCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
