@@ -18,7 +18,8 @@ import Darwin
 /// arena lock, so stores that allocate on a path run that path slower than in production;
 /// stores whose path does not allocate are unaffected. Counts are process-wide: the harness
 /// keeps its own measured loops allocation-free, so what remains is the store's.
-public struct AllocationCounter: Sendable {
+public struct AllocationCounter: @unchecked Sendable {
+    // SAFETY: `mibs` is written once in `init` and only read afterwards.
     public struct Snapshot: Sendable, Hashable {
         public let count: UInt64
         public let bytes: UInt64
@@ -27,10 +28,21 @@ public struct AllocationCounter: Sendable {
     private typealias Mallctl = @convention(c) (
         UnsafePointer<CChar>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
     ) -> Int32
+    private typealias NameToMIB = @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int>?) -> Int32
+    private typealias ByMIB = @convention(c) (
+        UnsafePointer<Int>?, Int, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
+    ) -> Int32
 
     private let mallctl: Mallctl
-    private let binSizes: [UInt64]
-    private let largeSizes: [UInt64]
+    private let byMIB: ByMIB
+    /// Every statistic a snapshot reads, resolved once to jemalloc's numeric form so that
+    /// taking a snapshot allocates nothing (names built per read would count themselves).
+    private let epochMIB: UnsafeMutablePointer<Int>
+    private let epochMIBLength: Int
+    /// Each counter's MIB, `mibLength` entries apiece, back to back, with its size class.
+    private let mibs: UnsafeMutablePointer<Int>
+    private let mibLength: Int
+    private let sizes: [UInt64]
 
     /// Why counting is not possible here, and how to make it possible; `nil` when it is.
     public static let unavailableReason: String? = {
@@ -54,44 +66,68 @@ public struct AllocationCounter: Sendable {
 
     /// A counter, or `nil` when jemalloc is not the process's allocator.
     public init?() {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallctl") else { return nil }
+        let process = UnsafeMutableRawPointer(bitPattern: 0)
+        guard let symbol = dlsym(process, "mallctl"), let nameToMIB = dlsym(process, "mallctlnametomib"),
+            let byMIB = dlsym(process, "mallctlbymib")
+        else { return nil }
         let mallctl = unsafeBitCast(symbol, to: Mallctl.self)
+        let resolve = unsafeBitCast(nameToMIB, to: NameToMIB.self)
         func read<T: FixedWidthInteger>(_ name: String, as: T.Type) -> T? {
             var value: T = 0
             var size = MemoryLayout<T>.size
             return mallctl(name, &value, &size, nil, 0) == 0 ? value : nil
         }
-        guard let nbins = read("arenas.nbins", as: UInt32.self), let nlextents = read("arenas.nlextents", as: UInt32.self)
+        func mib(_ name: String) -> [Int]? {
+            var mib = [Int](repeating: 0, count: 8)
+            var length = mib.count
+            guard resolve(name, &mib, &length) == 0 else { return nil }
+            return Array(mib.prefix(length))
+        }
+        guard let nbins = read("arenas.nbins", as: UInt32.self), let nlextents = read("arenas.nlextents", as: UInt32.self),
+            let epochMIB = mib("epoch")
         else { return nil }
+        let all = "stats.arenas.4096"  // MALLCTL_ARENAS_ALL
+        var counters: [(mib: [Int], size: UInt64)] = []
+        for index in 0..<nbins {
+            guard let counter = mib("\(all).bins.\(index).nrequests"), let size = read("arenas.bin.\(index).size", as: Int.self)
+            else { return nil }
+            counters.append((counter, UInt64(size)))
+        }
+        for index in 0..<nlextents {
+            guard let counter = mib("\(all).lextents.\(index).nrequests"),
+                let size = read("arenas.lextent.\(index).size", as: Int.self)
+            else { return nil }
+            counters.append((counter, UInt64(size)))
+        }
         self.mallctl = mallctl
-        binSizes = (0..<nbins).map { UInt64(read("arenas.bin.\($0).size", as: Int.self) ?? 0) }
-        largeSizes = (0..<nlextents).map { UInt64(read("arenas.lextent.\($0).size", as: Int.self) ?? 0) }
+        self.byMIB = unsafeBitCast(byMIB, to: ByMIB.self)
+        self.epochMIB = .allocate(capacity: epochMIB.count)
+        self.epochMIB.initialize(from: epochMIB, count: epochMIB.count)
+        epochMIBLength = epochMIB.count
+        // Every counter name has the same depth (stats.arenas.<i>.bins.<j>.nrequests).
+        mibLength = counters.map(\.mib.count).max() ?? 0
+        mibs = .allocate(capacity: max(1, counters.count * mibLength))
+        for (index, counter) in counters.enumerated() {
+            for (offset, part) in counter.mib.enumerated() { mibs[index * mibLength + offset] = part }
+        }
+        sizes = counters.map(\.size)
     }
 
-    /// Totals since the process started.
+    /// Totals since the process started. Allocates nothing.
     public func snapshot() -> Snapshot {
         // Writing "epoch" makes jemalloc refresh the statistics it reports.
         var epoch: UInt64 = 1
-        _ = mallctl("epoch", nil, nil, &epoch, MemoryLayout<UInt64>.size)
-        let all = "stats.arenas.4096"  // MALLCTL_ARENAS_ALL
+        _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)
         var count: UInt64 = 0
         var bytes: UInt64 = 0
-        for (index, size) in binSizes.enumerated() {
-            let requests = read("\(all).bins.\(index).nrequests")
+        var requests: UInt64 = 0
+        var size = MemoryLayout<UInt64>.size
+        for index in sizes.indices {
+            size = MemoryLayout<UInt64>.size
+            guard byMIB(mibs + index * mibLength, mibLength, &requests, &size, nil, 0) == 0 else { continue }
             count += requests
-            bytes += requests * size
-        }
-        for (index, size) in largeSizes.enumerated() {
-            let requests = read("\(all).lextents.\(index).nrequests")
-            count += requests
-            bytes += requests * size
+            bytes += requests * sizes[index]
         }
         return Snapshot(count: count, bytes: bytes)
-    }
-
-    private func read(_ name: String) -> UInt64 {
-        var value: UInt64 = 0
-        var size = MemoryLayout<UInt64>.size
-        return mallctl(name, &value, &size, nil, 0) == 0 ? value : 0
     }
 }

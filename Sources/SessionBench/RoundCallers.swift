@@ -123,16 +123,54 @@ extension RoundState {
         }
     }
 
-    /// Signs `account` in as its user in `slot` (0 or 1), timing it.
-    mutating func signIn(_ account: Int, slot: Int) async throws(SessionError) {
+    /// Runs one call of the coordinator's own under the watchdog: a store that never
+    /// answers becomes a hang report, never a stuck tool. `nil` when it timed out.
+    mutating func watched<T: Sendable>(
+        _ operation: OperationKind, phase: String, _ body: @escaping @Sendable () async -> T
+    ) async -> T? {
+        let latch = CompletionLatch<T>(expected: 1)
+        Task {
+            latch.enter()
+            latch.finish(await body())
+        }
+        guard let value = await latch.wait(until: .now + runner.hangTimeout)?.first else {
+            outcome.hang = .init(
+                stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.seconds,
+                phase: phase)
+            return nil
+        }
+        return value
+    }
+
+    /// Signs `account` in as its user in `slot` (0 or 1), timing it. Throws the sign-in's
+    /// error; returns `false` if the store hung.
+    mutating func signIn(_ account: Int, slot: Int, fetchToken: Bool = true) async throws(SessionError) -> Bool {
+        let store = stores[account], credentials = Credentials(subject: subjects[account][slot])
         let t0 = TokenClock.system.now().nanoseconds
-        try await stores[account].signIn(Credentials(subject: subjects[account][slot]))
+        let result = await watched(.signIn, phase: "sign-in") { () async -> Result<Void, SessionError> in
+            do throws(SessionError) { return .success(try await store.signIn(credentials)) } catch { return .failure(error) }
+        }
+        guard let result else { return false }
+        try result.get()
         outcome.latencies.record(.signIn, nanoseconds: TokenClock.system.now().nanoseconds - t0)
         outcome.operations += 1
         signedInSlot[account] = slot
         previousToken[account] = nil
-        currentToken[account] = try? await stores[account].validToken()
         scanLedger()
+        if fetchToken { return await refreshCurrentToken(account) }
+        return true
+    }
+
+    /// Notes the store's current token (no refresh expected: it was just issued or refreshed).
+    mutating func refreshCurrentToken(_ account: Int) async -> Bool {
+        let store = stores[account]
+        let token = await watched(.read, phase: "reading the current token") { try? await store.validToken() }
+        guard let token else { return false }
+        if let token, token.generation != currentToken[account]?.generation {
+            previousToken[account] = currentToken[account]
+        }
+        currentToken[account] = token ?? currentToken[account]
+        return true
     }
 
     /// Learns which family every newly issued generation belongs to.

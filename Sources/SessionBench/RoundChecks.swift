@@ -69,23 +69,21 @@ extension RoundState {
     }
 
     /// After a storm: note the new current token; sign back in where the session was lost.
-    mutating func recover(after calls: [RoundDriver.Call]) async {
+    /// `false` if the store hung.
+    mutating func recover(after calls: [RoundDriver.Call]) async -> Bool {
         for account in stores.indices {
             let outcomes = calls.filter { $0.account == account }.map(\.outcome)
             let lost = outcomes.contains { $0.failureValue == .refreshTokenRevoked || $0.failureValue == .signedOut }
             if lost {
-                try? await signIn(account, slot: signedInSlot[account])
-                continue
-            }
-            if outcomes.contains(where: { if case .success = $0 { true } else { false } }),
-                let token = try? await stores[account].validToken()
-            {
-                if token.generation != currentToken[account]?.generation {
-                    previousToken[account] = currentToken[account]
+                do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
+                    outcome.failure = "sign-in after a lost session failed: \(error)"
+                    return false
                 }
-                currentToken[account] = token
+            } else if outcomes.contains(where: { if case .success = $0 { true } else { false } }) {
+                guard await refreshCurrentToken(account) else { return false }
             }
         }
+        return true
     }
 
     static func shared(_ outcome: Result<RoundDriver.Issued, SessionError>) -> RoundDriver.Shared {

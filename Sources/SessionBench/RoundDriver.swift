@@ -108,7 +108,9 @@ struct RoundState {
     }
 
     mutating func setUp() async throws(SessionError) {
-        for account in stores.indices { try await signIn(account, slot: 0) }
+        for account in stores.indices {
+            guard try await signIn(account, slot: 0) else { throw .signInFailed }
+        }
     }
 
     // MARK: One round
@@ -151,8 +153,7 @@ struct RoundState {
         outcome.stormCallers += tasks
         outcome.stormRefreshCalls += entries.count { $0.call == .refresh }
         check(calls, ledgerEntries: entries, round: round, ledgerStart: ledgerStart)
-        await recover(after: calls)
-        return true
+        return await recover(after: calls)
     }
 
     /// A 401 storm on the current token, then stale 401s that must not reach the server.
@@ -201,19 +202,29 @@ struct RoundState {
         guard await waitForStorm(launched, expectedRefreshes: 1, phase: "round \(round)") else { return false }
         // End the session while the refresh is held at the server.
         let fenceStart = TokenClock.system.now()
-        var fenceKind = OperationKind.signOut
+        // The refresh is still held here: the coordinator must not wait on a token until it
+        // is released, and every call it makes is watched.
         if switchUser {
-            fenceKind = .signIn
             let nextSlot = 1 - signedInSlot[account]
-            do { try await signIn(account, slot: nextSlot) } catch {
-                oracle.report(.noCrossUserLeak, "sign-in of the next user failed: \(error)")
+            do {
+                guard try await signIn(account, slot: nextSlot, fetchToken: false) else {
+                    server.gate.release()
+                    return false
+                }
+            } catch {
+                outcome.failure = "sign-in of the next user failed: \(error)"
+                server.gate.release()
+                return false
             }
         } else {
-            await store.signOut()
+            guard await watched(.signOut, phase: "sign-out", { await store.signOut() }) != nil else {
+                server.gate.release()
+                return false
+            }
             currentToken[account] = nil
+            outcome.latencies.record(.signOut, nanoseconds: TokenClock.system.now().nanoseconds - fenceStart.nanoseconds)
+            outcome.operations += 1
         }
-        outcome.latencies.record(fenceKind, nanoseconds: TokenClock.system.now().nanoseconds - fenceStart.nanoseconds)
-        outcome.operations += 1
         if let endedFamily { endedFamilies.insert(endedFamily) }
         server.gate.release()
         guard let waiters = await finish(launched, phase: "round \(round) after \(fencePhase)") else { return false }
@@ -247,12 +258,10 @@ struct RoundState {
                     .noCrossUserLeak, "after the user switch a call got the previous user's token (generation \(issued.generation))")
             }
         }
-        if !switchUser {
-            do { try await signIn(account, slot: signedInSlot[account]) } catch {
-                outcome.failure = "sign-in after sign-out failed: \(error)"
-                return false
-            }
+        if switchUser { return await refreshCurrentToken(account) }
+        do { return try await signIn(account, slot: signedInSlot[account]) } catch {
+            outcome.failure = "sign-in after sign-out failed: \(error)"
+            return false
         }
-        return true
     }
 }

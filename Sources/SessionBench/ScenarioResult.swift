@@ -57,6 +57,9 @@ public struct ScenarioResult: Sendable, Codable {
     public var peakResidentBytes: UInt64 = 0
     /// The harness's own cost per timed sample (two clock reads and a histogram record).
     public var harnessOverheadNanoseconds: Double = 0
+    /// Steady scenarios: calls per second of the same driver loop over an empty store, the
+    /// ceiling any store's throughput is measured against.
+    public var emptyStoreThroughput: Double?
 
     public init(store: String, scenario: Scenario, verdict: Verdict) {
         self.store = store

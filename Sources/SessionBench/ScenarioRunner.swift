@@ -71,6 +71,8 @@ struct DriverOutcome {
     var hang: ScenarioResult.Hang?
     /// Set when the run could not be carried out.
     var failure: String?
+    /// Steady scenarios: calls per second of the same loop over an empty store.
+    var emptyStoreThroughput: Double?
 
     func apply(to result: inout ScenarioResult) {
         result.operations = operations
@@ -84,6 +86,7 @@ struct DriverOutcome {
         result.allocatedBytes = allocations?.bytes
         result.hang = hang
         result.failure = failure
+        result.emptyStoreThroughput = emptyStoreThroughput
     }
 }
 

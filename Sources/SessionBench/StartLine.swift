@@ -37,6 +37,9 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         var entered = 0
         var waitingForResults: CheckedContinuation<[Value]?, Never>?
         var waitingForEntry: CheckedContinuation<Bool, Never>?
+        // Set when a deadline passes, so a wait that registers late still times out.
+        var resultsExpired = false
+        var entryExpired = false
     }
 
     private let expected: Int
@@ -79,11 +82,13 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         await withDeadline(deadline, timedOut: nil) { continuation in
             state.withLock(visibleTo: self) { state in
                 if state.results.count == expected { return .now(state.results) }
+                if state.resultsExpired { return .now(nil) }
                 state.waitingForResults = continuation
                 return .later
             }
         } expire: {
             self.state.withLock(visibleTo: self) { state in
+                state.resultsExpired = true
                 defer { state.waitingForResults = nil }
                 return state.waitingForResults
             }
@@ -95,11 +100,13 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         await withDeadline(deadline, timedOut: false) { continuation in
             state.withLock(visibleTo: self) { state in
                 if state.entered == expected { return .now(true) }
+                if state.entryExpired { return .now(false) }
                 state.waitingForEntry = continuation
                 return .later
             }
         } expire: {
             self.state.withLock(visibleTo: self) { state in
+                state.entryExpired = true
                 defer { state.waitingForEntry = nil }
                 return state.waitingForEntry
             }

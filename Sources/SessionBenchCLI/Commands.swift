@@ -23,6 +23,7 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     }
 
     public static func main(arguments: [String]) async -> Never {
+        if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -49,7 +50,8 @@ public struct SessionBenchCommand: AsyncParsableCommand {
         }
         if let exit = error as? ExitCode { return exit.rawValue }
         let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-        Log.progress("session-bench: error: \(message) (see 'session-bench --help')")
+        let hint = message.contains("(see '") ? "" : " (see 'session-bench --help')"
+        Log.progress("session-bench: error: \(message)\(hint)")
         return ExitStatus.usage.rawValue
     }
 }

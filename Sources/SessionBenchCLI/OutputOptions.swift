@@ -35,9 +35,15 @@ enum AtomicFile {
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw ValidationError("--output '\(path)': directory '\(directory)' does not exist; create it first")
         }
-        guard access(directory, W_OK) == 0 else {
-            throw ValidationError("--output '\(path)': directory '\(directory)' is not writable; choose another path")
+        // Creating a file is the only check that is sure (root passes access(2) on /proc).
+        let probe = URL(fileURLWithPath: directory).appendingPathComponent(".session-bench-probe-\(getpid())").path
+        let descriptor = open(probe, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        guard descriptor >= 0 else {
+            throw ValidationError(
+                "--output '\(path)': cannot create files in '\(directory)' (\(String(cString: strerror(errno)))); choose another path")
         }
+        close(descriptor)
+        unlink(probe)
     }
 
     static func write(_ text: String, to path: String) throws {

@@ -1,0 +1,186 @@
+import Foundation
+import SessionBench
+import Testing
+
+/// The `session-bench` executable, run as a user runs it.
+@Suite("Command line", .serialized, .timeLimit(.minutes(3)))
+struct CommandLineTests {
+    struct Run {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    static var executable: URL {
+        // The test bundle sits in the same build folder as the executable.
+        var directory = Bundle.main.bundleURL
+        if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("session-bench")
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    static let quick = ["--rounds", "3", "--tasks", "8", "--duration", "50ms", "--quiet"]
+
+    func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("session-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test func executableIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.executable.path), "\(Self.executable.path)")
+    }
+
+    @Test func listMarksTheBrokenStore() throws {
+        let run = try run(["list"])
+        #expect(run.status == 0)
+        let naive = run.stdout.split(separator: "\n").first { $0.contains("actor-naive") }
+        #expect(naive?.contains("reference-broken") == true)
+        #expect(run.stdout.contains("expiry-storm"))
+    }
+
+    @Test("--include-broken shows the seed ADR actor violating single-flight, exit 1")
+    func brokenStoreFails() throws {
+        let run = try run(["compare", "--stores", "actor-naive,mutex", "--include-broken", "--scenario", "expiry-storm"] + Self.quick)
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("I1 single-flight"))
+        let mutexRow = run.stdout.split(separator: "\n").first { $0.hasPrefix("mutex ") }
+        #expect(mutexRow?.contains("pass") == true)
+    }
+
+    @Test("CSV output matches the header documented in the README")
+    func csvHeader() throws {
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("f.csv")
+        let run = try run(["compare", "--stores", "mutex", "--scenario", "steady-reads,expiry-storm", "--format", "csv", "--output", file.path] + Self.quick)
+        #expect(run.status == 0, "\(run.stderr)")
+        let csv = try String(contentsOf: file, encoding: .utf8)
+        let lines = csv.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let header = ResultsReport.csvColumns.joined(separator: ",")
+        #expect(lines.first == header)
+        #expect(lines.count >= 3)
+        #expect(lines.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == ResultsReport.csvColumns.count })
+        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains(header), "the README documents the header the tool writes")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(leftovers == ["f.csv"], "no temporary file left beside the output")
+    }
+
+    @Test("JSON carries histograms and never a token or user id")
+    func jsonHasEverythingButSecrets() throws {
+        let run = try run(["compare", "--stores", "mutex", "--scenario", "user-switch,steady-reads", "--format", "json"] + Self.quick)
+        #expect(run.status == 0)
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        #expect(report.results.count == 2)
+        #expect(report.results.allSatisfy { !$0.latencies.isEmpty && !$0.latencies[0].distribution.isEmpty })
+        #expect(!run.stdout.contains("eyJ"), "no access token value")
+        #expect(!run.stdout.contains("account-0"), "no user id")
+    }
+
+    @Test(
+        "bad input: one line naming the problem, exit 2, no file",
+        arguments: [
+            (["--stores", "nosuchstore"], "unknown store 'nosuchstore'"),
+            (["--scenario", "nosuchscenario"], "unknown scenario 'nosuchscenario'"),
+            (["--tasks", "abc"], "abc"),
+            (["--tasks", "0"], "--tasks"),
+            (["--duration", "fast"], "fast"),
+            (["--format", "xml"], "xml"),
+            (["--output", "/nonexistent-dir/f.csv"], "does not exist"),
+            (["--output", "/proc/f.csv"], "cannot create files"),
+        ])
+    func badInput(_ arguments: [String], _ mention: String) throws {
+        let run = try run(["compare", "--format", "csv"] + arguments)
+        #expect(run.status == 2)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "one line: \(run.stderr)")
+        #expect(run.stderr.contains(mention))
+        #expect(run.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: "/nonexistent-dir/f.csv"))
+    }
+
+    @Test("an unwritable output leaves no file and runs nothing")
+    func unwritableOutput() throws {
+        let directory = try temporaryDirectory()
+        chmod(directory.path, 0o500)
+        defer { chmod(directory.path, 0o700) }
+        let target = directory.appendingPathComponent("f.csv").path
+        let run = try run(["compare", "--output", target, "--stores", "mutex"] + Self.quick)
+        // Root ignores directory permissions; then the write simply succeeds.
+        if getuid() != 0 {
+            #expect(run.status == 2)
+            #expect(!FileManager.default.fileExists(atPath: target))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.hasSuffix(".tmp") })
+    }
+
+    @Test("a store that crashes or hangs becomes a verdict; the others still run")
+    func isolation() throws {
+        let run = try run(
+            ["compare", "--stores", "crashes-on-expiry,hangs-on-expiry,mutex", "--scenario", "expiry-storm", "--hang-timeout", "1"] + Self.quick,
+            environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
+        #expect(run.status == 1)
+        let rows = run.stdout.split(separator: "\n")
+        #expect(rows.first { $0.hasPrefix("crashes-on-expiry") }?.contains("CRASHED") == true, "\(run.stdout)")
+        #expect(rows.first { $0.hasPrefix("hangs-on-expiry") }?.contains("HUNG") == true, "\(run.stdout)")
+        #expect(rows.first { $0.hasPrefix("mutex") }?.contains("pass") == true)
+        #expect(run.stdout.contains("stuck in refresh-wait"))
+    }
+
+    @Test("allocations are counted exactly where jemalloc is installed, and explained where not")
+    func allocationCounting() throws {
+        let run = try run(["compare", "--stores", "mutex,lock-free-read", "--scenario", "steady-reads", "--format", "json"] + Self.quick)
+        #expect(run.status == 0)
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        let jemallocInstalled = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"]
+            .contains { FileManager.default.fileExists(atPath: $0) }
+        for result in report.results {
+            if jemallocInstalled {
+                // The harness's fixed cost is measured and taken out, but varies by a few dozen
+                // allocations under load; over ~10^5 reads that is far below one per read.
+                let perRead = try #require(result.allocationsPerOperation)
+                #expect(perRead < 0.01, "\(result.store): a fast-path read allocates nothing (\(perRead)/op)")
+                #expect(result.allocationNote == nil)
+            } else {
+                #expect(result.allocations == nil)
+                #expect(result.allocationNote?.contains("apt-get install libjemalloc2") == true)
+            }
+        }
+        let disabled = try self.run(
+            ["compare", "--stores", "mutex", "--scenario", "steady-reads"] + Self.quick,
+            environment: ["SESSION_BENCH_JEMALLOC": "off"])
+        #expect(disabled.stdout.contains("allocations not counted: jemalloc is not loaded"))
+        #expect(disabled.stdout.contains("n/a"))
+
+        // A store whose read path allocates is seen doing it.
+        let queue = try self.run(["compare", "--stores", "serial-queue", "--scenario", "steady-reads", "--format", "json"] + Self.quick)
+        let queued = try JSONDecoder().decode(ResultsReport.self, from: Data(queue.stdout.utf8))
+        if jemallocInstalled { #expect((queued.results.first?.allocationsPerOperation ?? 0) >= 1) }
+    }
+
+    @Test func helpDocumentsExitStatus() throws {
+        let run = try run(["compare", "--help"])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("Exit status: 0"))
+    }
+
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+}

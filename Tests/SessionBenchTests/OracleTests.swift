@@ -1,0 +1,91 @@
+import SessionBench
+import SessionContract
+import SessionStores
+import Testing
+import TokenServer
+
+/// Each invariant, shown to catch a store that breaks it, with a correct store as control.
+@Suite("The oracle catches each broken invariant", .serialized, .timeLimit(.minutes(3)))
+struct OracleTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let invariant: Invariant
+        let store: StoreDescriptor
+        let scenario: String
+        var testDescription: String { "\(invariant) ← \(store.name) in \(scenario)" }
+    }
+
+    static let cases: [Case] = [
+        Case(invariant: .singleFlight, store: StoreCatalog.named("actor-naive")!, scenario: "expiry-storm"),
+        Case(invariant: .sameOutcome, store: InconsistentOutcomeStore.descriptor("inconsistent-outcome"), scenario: "expiry-storm"),
+        Case(invariant: .noHang, store: HangingStore.descriptor("hanging"), scenario: "expiry-storm"),
+        Case(invariant: .fresh, store: StaleStore.descriptor("stale"), scenario: "expiry-storm"),
+        Case(invariant: .monotonic, store: BackwardsStore.descriptor("backwards"), scenario: "401-storm"),
+        Case(invariant: .staleRejectionDoesNotRefresh, store: OverEagerRejectionStore.descriptor("over-eager-401"), scenario: "401-storm"),
+        Case(invariant: .noReuse, store: DoubleSubmitStore.descriptor("double-submit"), scenario: "expiry-storm"),
+        Case(invariant: .signOutFence, store: NoFenceStore.descriptor("no-fence"), scenario: "sign-out-race"),
+        Case(invariant: .noCrossUserLeak, store: StickyUserStore.descriptor("sticky-user"), scenario: "user-switch"),
+        Case(invariant: .failureSharedNotSticky, store: StickyFailureStore.descriptor("sticky-failure"), scenario: "flaky-server"),
+        Case(invariant: .cancellationIsolated, store: PoisonedByCancellationStore.descriptor("poisoned"), scenario: "cancellation-storm"),
+    ]
+
+    static func small(_ name: String) throws -> Scenario {
+        var scenario = try ScenarioCatalog.named(name)
+        scenario.tasks = min(scenario.tasks, 16)
+        scenario.accounts = min(scenario.accounts, 4)
+        // Enough flaky rounds for the seeded faults to fail some refreshes.
+        scenario.rounds = scenario.kind == .flakyServer ? 20 : 6
+        scenario.duration = .milliseconds(100)
+        return scenario
+    }
+
+    let runner = ScenarioRunner(hangTimeout: .seconds(5))
+
+    @Test(arguments: cases)
+    func caught(_ testCase: Case) async throws {
+        let scenario = try Self.small(testCase.scenario)
+        // The hanging store is given up on sooner; everything else gets the usual watchdog.
+        let runner = testCase.invariant == .noHang ? ScenarioRunner(hangTimeout: .milliseconds(500)) : runner
+        let result = await runner.run(testCase.store, scenario)
+        let found = result.violations.map(\.invariant)
+        if testCase.invariant == .noHang {
+            #expect(result.verdict == .hung)
+            let hang = try #require(result.hang)
+            #expect(hang.stuckCallers > 0 && hang.operation == .refreshWait)
+        } else {
+            #expect(result.verdict == .violated)
+            #expect(found.contains(testCase.invariant), "found \(found) instead")
+        }
+        for violation in result.violations {
+            #expect(violation.scenario == scenario.name && violation.seed == scenario.seed)
+            #expect(!violation.summary.isEmpty)
+        }
+    }
+
+    @Test("every correct store passes every default scenario", arguments: StoreCatalog.correct)
+    func control(_ store: StoreDescriptor) async throws {
+        for preset in ScenarioCatalog.defaults {
+            let scenario = try Self.small(preset.name)
+            let result = await runner.run(store, scenario)
+            #expect(result.verdict == .pass, "\(store.name) × \(scenario.name): \(result.violations) \(result.failure ?? "")")
+            #expect(result.operations > 0)
+            if scenario.isRoundBased {
+                #expect(result.refreshesPerExpiry.map { $0 <= 1.0 } ?? true)
+            }
+        }
+    }
+
+    @Test func everyInvariantHasAWrongStore() {
+        let covered = Set(Self.cases.map(\.invariant))
+        #expect(covered == Set(Invariant.allCases))
+    }
+
+    @Test("a single-flight store makes exactly one refresh per expiry")
+    func exactRefreshCounts() async throws {
+        let scenario = try Self.small("expiry-storm")
+        let result = await runner.run(StoreCatalog.named("mutex")!, scenario)
+        #expect(result.refreshCalls == scenario.rounds)
+        #expect(result.storms == scenario.rounds)
+        #expect(result.refreshesPerExpiry == 1)
+        #expect(result.waitersPerRefresh == Double(scenario.tasks))
+    }
+}
