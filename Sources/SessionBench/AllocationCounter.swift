@@ -46,15 +46,28 @@ public struct AllocationCounter: @unchecked Sendable {
 
     /// Why counting is not possible here, and how to make it possible; `nil` when it is.
     public static let unavailableReason: String? = {
-        if AllocationCounter() == nil {
+        guard let counter = AllocationCounter() else {
             return "jemalloc is not loaded: install it (apt-get install libjemalloc2) and run through the "
                 + "session-bench command line, or start with LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=tcache:false"
+        }
+        if !counter.servesMalloc {
+            return "jemalloc is loaded but does not serve this process's malloc (a sanitizer or another "
+                + "allocator intercepts it), so its counts would read zero"
         }
         if !threadCacheDisabled {
             return "jemalloc's thread cache is on, so its counts lag: set MALLOC_CONF=tcache:false"
         }
         return nil
     }()
+
+    /// Whether jemalloc really serves `malloc` here: one allocation must move its count.
+    var servesMalloc: Bool {
+        let before = snapshot()
+        guard let block = malloc(48) else { return false }
+        let after = snapshot()
+        free(block)
+        return after.count > before.count
+    }
 
     /// Whether jemalloc's thread cache is off (counts exact).
     static var threadCacheDisabled: Bool {

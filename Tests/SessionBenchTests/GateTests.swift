@@ -1,0 +1,135 @@
+import Foundation
+import SessionBench
+import Testing
+
+/// `session-bench check`: exit 1 for the right reasons, exit 2 for a bad file.
+@Suite("Thresholds gate", .serialized, .timeLimit(.minutes(3)))
+struct GateTests {
+    let cli = CommandLineTests()
+
+    func thresholds(_ json: String) throws -> String {
+        let directory = try cli.temporaryDirectory()
+        let path = directory.appendingPathComponent("thresholds.json").path
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static let quickRun = #""run": { "scenarios": ["steady-reads"], "stores": ["mutex", "serial-queue"], "duration": "60ms", "rounds": 3, "tasks": 4 }"#
+
+    @Test func passingFileExitsZero() throws {
+        let path = try thresholds(#"""
+            { "version": 1, \#(Self.quickRun),
+              "limits": [
+                { "metric": "allocs_per_op", "store": "mutex", "scenario": "steady-reads", "max": 0.01 },
+                { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "min_ratio": 0.1, "of": { "store": "serial-queue" } }
+              ] }
+            """#)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("checks passed"))
+    }
+
+    @Test("a broken store included fails the gate")
+    func brokenStore() throws {
+        let path = try thresholds(#"""
+            { "version": 1, "run": { "stores": ["actor-naive"], "scenarios": ["expiry-storm"], "rounds": 3, "tasks": 8 },
+              "limits": [] }
+            """#)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("actor-naive × expiry-storm: invariants"))
+        #expect(run.stdout.contains("violated I1"))
+    }
+
+    @Test("an allocation limit below the measured value fails the gate")
+    func allocationLimit() throws {
+        let path = try thresholds(#"""
+            { "version": 1, \#(Self.quickRun),
+              "limits": [ { "metric": "allocs_per_op", "store": "serial-queue", "scenario": "steady-reads", "max": 0.5 } ] }
+            """#)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        #expect(run.status == 1)
+        let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(run.stdout.utf8))
+        let failed = outcomes.filter { !$0.passed }
+        #expect(failed.count == 1)
+        #expect(failed.first?.source == "limits[0]")
+    }
+
+    @Test("an impossible ratio fails the gate")
+    func impossibleRatio() throws {
+        let path = try thresholds(#"""
+            { "version": 1, \#(Self.quickRun),
+              "limits": [ { "metric": "throughput_ops_per_s", "store": "serial-queue", "scenario": "steady-reads", "min_ratio": 1000, "of": { "store": "mutex" } } ] }
+            """#)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("1 of"))
+        #expect(run.stdout.contains("[limits[0]]"))
+    }
+
+    @Test(
+        "a malformed file exits 2 naming the file and the key",
+        arguments: [
+            (#"{ "version": 1, "limits": [ { "metric": "allocs_per_op", "max": "one" } ] }"#, "limits[0].max: must be a number"),
+            (#"{ "version": 1, "limits": [ { "metric": "p99", "max": 1 } ] }"#, "limits[0].metric: unknown metric 'p99'"),
+            (#"{ "version": 1, "limits": [ { "metric": "p99_ns", "store": "mutex", "max": 100 } ] }"#, "limits[0].max: 'p99_ns' is a timing"),
+            (#"{ "version": 1, "limits": [ { "metric": "allocs_per_op", "mx": 1 } ] }"#, "limits[0].mx: unknown key"),
+            (#"{ "version": 1, "limits": [ { "metric": "allocs_per_op", "store": "nosuch", "max": 1 } ] }"#, "limits[0].store: unknown store 'nosuch'"),
+            (#"{ "version": 1, "limits": [ { "metric": "throughput_ops_per_s", "min_ratio": 1 } ] }"#, "limits[0].of: is missing"),
+            (#"{ "version": 2, "limits": [] }"#, "version: must be 1"),
+            (#"{ "version": 1, "run": { "rounds": 0 }, "limits": [] }"#, "run.rounds: must be at least 1"),
+            (#"{ "version": 1, "limits": [ "#, "is not valid JSON"),
+        ])
+    func malformed(_ json: String, _ mention: String) throws {
+        let path = try thresholds(json)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains(path), "names the file: \(run.stderr)")
+        #expect(run.stderr.contains(mention), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func missingFileExitsTwo() throws {
+        let run = try cli.run(["check", "--thresholds", "/nonexistent/thresholds.json"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("/nonexistent/thresholds.json: (file): cannot be read"))
+    }
+
+    @Test("--update rewrites the limits from the run, and the result passes")
+    func update() throws {
+        let path = try thresholds(#"""
+            { "version": 1, \#(Self.quickRun),
+              "limits": [
+                { "metric": "allocs_per_op", "store": "serial-queue", "scenario": "steady-reads", "max": 0.5 },
+                { "metric": "throughput_ops_per_s", "store": "serial-queue", "scenario": "steady-reads", "min_ratio": 1000, "of": { "store": "mutex" } }
+              ] }
+            """#)
+        #expect(try cli.run(["check", "--thresholds", path, "--quiet"]).status == 1)
+        let update = try cli.run(["check", "--thresholds", path, "--update", "--quiet"])
+        #expect(update.status == 0, "\(update.stderr)")
+        let rewritten = try Thresholds.load(path: path, knownStores: ["mutex", "serial-queue"])
+        #expect(rewritten.limits.count == 2)
+        if case .max(let limit) = rewritten.limits[0].bound { #expect(limit > 0.5) } else { Issue.record("kept its kind") }
+        if case .minRatio(let ratio, _) = rewritten.limits[1].bound { #expect(ratio < 1) } else { Issue.record("kept its kind") }
+        // The count passes on a rerun; the ratio's 1.5× headroom is for a quiet machine, not for
+        // this suite's parallel load, so only its direction is checked above.
+        let again = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(again.stdout.utf8))
+        let countOutcomes = outcomes.filter { $0.source == "limits[0]" }
+        #expect(!countOutcomes.isEmpty && countOutcomes.allSatisfy { $0.passed }, "\(outcomes)")
+    }
+
+    @Test("the project's own thresholds file is valid")
+    func projectThresholds() throws {
+        let path = CommandLineTests.packageRoot.appendingPathComponent("thresholds.json").path
+        let thresholds = try Thresholds.load(path: path, knownStores: SessionStoresNames.all)
+        #expect(!thresholds.limits.isEmpty)
+        #expect(thresholds.limits.contains { $0.metric == .refreshesPerExpiry && $0.bound == .max(1) })
+    }
+}
+
+import SessionStores
+
+enum SessionStoresNames {
+    static var all: [String] { StoreCatalog.all.map(\.name) }
+}
