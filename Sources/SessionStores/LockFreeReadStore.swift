@@ -58,7 +58,11 @@ public final class LockFreeReadStore: SynchronousTokenReading {
     }
 
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
-        try await locked.tokenRejected(token)
+        // A 401 for an older token is answered from the reader's own copy, like a read.
+        if let current = currentToken(), TokenLifecycle<TokenWaiter>.isStale(token, comparedWith: current) {
+            return current
+        }
+        return try await locked.tokenRejected(token)
     }
 
     public func signIn(_ credentials: Credentials) async throws(SessionError) {

@@ -59,7 +59,9 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     }
 
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
-        try await park { lifecycle, waiter, id, now, isCancelled in
+        let now = clock.now()
+        if let current = lifecycle.withSharedAccess({ $0.currentTokenIfStale(token, at: now) }) { return current }
+        return try await park { lifecycle, waiter, id, now, isCancelled in
             lifecycle.rejected(token, waiter: waiter, id: id, now: now, isCancelled: isCancelled)
         }
     }

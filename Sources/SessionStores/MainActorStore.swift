@@ -30,7 +30,8 @@ public final class MainActorStore: SessionStore {
     }
 
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
-        try await park { lifecycle, waiter, id, now, isCancelled in
+        if let current = lifecycle.currentTokenIfStale(token, at: clock.now()) { return current }
+        return try await park { lifecycle, waiter, id, now, isCancelled in
             lifecycle.rejected(token, waiter: waiter, id: id, now: now, isCancelled: isCancelled)
         }
     }

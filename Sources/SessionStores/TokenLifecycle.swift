@@ -77,6 +77,20 @@ public struct TokenLifecycle<Waiter> {
         return grant.accessToken
     }
 
+    /// The answer to a 401 for `rejected` when it needs no waiting: a newer token exists, is
+    /// fresh, and no refresh is in flight. `nil` when the caller must go through
+    /// ``rejected(_:waiter:id:now:isCancelled:)``.
+    public func currentTokenIfStale(_ rejected: AccessToken, at now: TokenInstant) -> AccessToken? {
+        guard let current = freshToken(at: now), Self.isStale(rejected, comparedWith: current) else { return nil }
+        return current
+    }
+
+    /// Whether `token` is older than `current` (or another user's): a 401 for it says nothing
+    /// about the current token.
+    static func isStale(_ token: AccessToken, comparedWith current: AccessToken) -> Bool {
+        token.subject != current.subject || token.generation < current.generation
+    }
+
     /// Number of callers waiting on the current refresh.
     public var waiterCount: Int {
         if case .active(_, let refresh?) = state { return refresh.waiters.count }
@@ -116,9 +130,7 @@ public struct TokenLifecycle<Waiter> {
             // Signed out, revoked, or a refresh is already replacing the token: same as a read.
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }
-        let current = grant.accessToken
-        let isStale = token.subject != current.subject || token.generation < current.generation
-        if isStale {
+        if Self.isStale(token, comparedWith: grant.accessToken) {
             // A newer token exists: hand it out (refreshing only if it has itself expired).
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }

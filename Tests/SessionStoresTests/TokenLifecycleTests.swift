@@ -66,6 +66,19 @@ struct TokenLifecycleTests {
         #expect(request(lifecycle.rejected(current, waiter: 8, id: 8, now: start, isCancelled: false)) != nil)
     }
 
+    @Test func staleRejectionIsAnsweredWithoutWaitingOnlyWhenSafe() throws {
+        var lifecycle = signedIn(5)
+        let current = try #require(lifecycle.freshToken(at: start))
+        let older = AccessToken(value: "old", subject: Subject("a"), generation: 4, expiresAt: start)
+        let otherUser = AccessToken(value: "b", subject: Subject("b"), generation: 9, expiresAt: start)
+        #expect(lifecycle.currentTokenIfStale(older, at: start) == current)
+        #expect(lifecycle.currentTokenIfStale(otherUser, at: start) == current)
+        #expect(lifecycle.currentTokenIfStale(current, at: start) == nil, "a 401 for the current token must refresh")
+        #expect(lifecycle.currentTokenIfStale(older, at: start + .seconds(95)) == nil, "not when the current one is stale too")
+        _ = lifecycle.rejected(current, waiter: 1, id: 1, now: start, isCancelled: false)
+        #expect(lifecycle.currentTokenIfStale(older, at: start) == nil, "not while a refresh is in flight")
+    }
+
     @Test func signOutOrphansWaitersAndDiscardsLateRefresh() throws {
         var lifecycle = signedIn()
         let late = start + .seconds(95)
