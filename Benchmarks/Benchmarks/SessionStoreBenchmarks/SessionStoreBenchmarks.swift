@@ -1,0 +1,77 @@
+@preconcurrency import Benchmark
+import SessionContract
+import SessionStores
+import TokenServer
+
+// Single operations per store, for the Swift ecosystem's `swift package benchmark` flow.
+// Gated on allocation counts only (`Thresholds/`): exact, so a shared CI machine cannot make
+// them flaky. Wall-clock figures are printed for people, never gated. ARC metrics are not
+// used (they crash on Swift 6.3 Linux).
+
+let stores = StoreCatalog.correct
+
+/// A store signed in against its own server on a manual clock.
+struct Fixture {
+    let time = ManualTime()
+    let server: TokenServer
+    let store: any SessionStore
+
+    init(_ descriptor: StoreDescriptor) async throws {
+        server = TokenServer(configuration: .init(tokenLifetime: .seconds(300)), clock: .manual(time))
+        store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: .manual(time), refreshSkew: .seconds(5)))
+        try await store.signIn(Credentials(subject: Subject("benchmark-user")))
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let exact = BenchmarkThresholds(absolute: [.p90: 0])
+    let allocations: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal]
+    Benchmark.defaultConfiguration = .init(
+        metrics: allocations, timeUnits: .nanoseconds, warmupIterations: 10, maxDuration: .seconds(1),
+        maxIterations: 10_000, thresholds: [.mallocCountTotal: exact])
+
+    for descriptor in stores {
+        // lock-free-read copies the token once for each thread that starts reading it; a
+        // benchmark task that moves to a new thread pays that once.
+        let readThresholds = descriptor.name == "lock-free-read" ? BenchmarkThresholds(absolute: [.p90: 4]) : exact
+        Benchmark(
+            "fast-path-read.\(descriptor.name)",
+            configuration: .init(scalingFactor: .kilo, thresholds: [.mallocCountTotal: readThresholds])
+        ) { benchmark in
+            let fixture = try await Fixture(descriptor)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                blackHole(try await fixture.store.validToken())
+            }
+        }
+
+        Benchmark(
+            "stale-401.\(descriptor.name)",
+            configuration: .init(scalingFactor: .kilo, thresholds: [.mallocCountTotal: readThresholds])
+        ) { benchmark in
+            let fixture = try await Fixture(descriptor)
+            let stale = try await fixture.store.validToken()
+            _ = try await fixture.store.tokenRejected(stale)  // now `stale` is one generation old
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                blackHole(try await fixture.store.tokenRejected(stale))
+            }
+        }
+
+        Benchmark(
+            "refresh-100-waiters.\(descriptor.name)",
+            configuration: .init(maxIterations: 200, thresholds: [.mallocCountTotal: .init(relative: [.p90: 25])])
+        ) { benchmark in
+            let fixture = try await Fixture(descriptor)
+            let store = fixture.store
+            for _ in benchmark.scaledIterations {
+                fixture.time.advance(by: .seconds(300))
+                benchmark.startMeasurement()
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<100 { group.addTask { blackHole(try? await store.validToken()) } }
+                }
+                benchmark.stopMeasurement()
+            }
+        }
+    }
+}
