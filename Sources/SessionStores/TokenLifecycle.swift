@@ -108,10 +108,9 @@ public struct TokenLifecycle<Waiter> {
             return .resume(waiter, .failure(.signedOut))
         case .revoked:
             return .resume(waiter, .failure(.refreshTokenRevoked))
-        case .active(let grant, var refresh?):
+        case .active(_, .some):
             if isCancelled { return .resume(waiter, .failure(.cancelled)) }
-            refresh.waiters[id] = waiter
-            state = .active(grant: grant, refresh: refresh)
+            modifyRefresh { $0.waiters[id] = waiter }
             return .parked
         case .active(let grant, nil):
             if grant.accessToken.isFresh(at: now, margin: skew) {
@@ -171,11 +170,7 @@ public struct TokenLifecycle<Waiter> {
     /// The waiter `id` was cancelled. Returns it if it was still waiting, for the store to
     /// resume with ``SessionError/cancelled``; the refresh itself goes on for the others.
     public mutating func cancelWaiter(id: UInt64) -> Waiter? {
-        guard case .active(let grant, var refresh?) = state,
-            let waiter = refresh.waiters.removeValue(forKey: id)
-        else { return nil }
-        state = .active(grant: grant, refresh: refresh)
-        return waiter
+        modifyRefresh { $0.waiters.removeValue(forKey: id) } ?? nil
     }
 
     /// A sign-in starts. Returns its epoch (to pass to ``signInCompleted(epoch:result:)``)
@@ -208,6 +203,16 @@ public struct TokenLifecycle<Waiter> {
     }
 
     // MARK: Helpers
+
+    /// Mutates the in-flight refresh in place. The state is cleared while `body` runs so the
+    /// refresh (and its waiter dictionary) is held once: binding it out of the enum and writing
+    /// it back would copy the dictionary on every waiter, quadratic in a storm.
+    private mutating func modifyRefresh<R>(_ body: (inout Refresh) -> R) -> R? {
+        guard case .active(let grant, var refresh?) = state else { return nil }
+        state = .signedOut
+        defer { state = .active(grant: grant, refresh: refresh) }
+        return body(&refresh)
+    }
 
     private mutating func startRefresh(grant: TokenGrant, firstWaiter: Waiter, id: UInt64) -> AcquireAction {
         refreshIDs &+= 1
