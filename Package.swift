@@ -25,11 +25,13 @@ let package = Package(
         .target(name: "SessionStores", dependencies: ["SessionContract", "SessionSync"]),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"]),
+        // The harness's sample clock: the CPU's time-stamp counter, read inline.
+        .target(name: "CSampleClock"),
         // The harness: scenarios, the invariant oracle, measurements and reports.
         .target(
             name: "SessionBench",
             dependencies: [
-                "SessionContract", "SessionStores", "TokenServer", "SessionSync",
+                "SessionContract", "SessionStores", "TokenServer", "SessionSync", "CSampleClock",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),

@@ -61,6 +61,8 @@ public struct AllocationCounter: @unchecked Sendable {
     }()
 
     /// Whether jemalloc really serves `malloc` here: one allocation must move its count.
+    /// Not optimized, so the probe's malloc/free pair cannot be removed as dead code.
+    @_optimize(none)
     var servesMalloc: Bool {
         let before = snapshot()
         guard let block = malloc(48) else { return false }

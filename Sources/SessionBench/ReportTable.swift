@@ -90,7 +90,8 @@ extension ResultsReport {
         let overheads = results.map(\.harnessOverheadNanoseconds).filter { $0 > 0 }
         if let overhead = overheads.min() {
             notes.append(
-                "latencies include the harness's own timing cost, about \(Format.nanoseconds(overhead)) per sample")
+                "steady latencies: one call in \(SteadyDriver.batch) timed on its own, the timer's floor taken out; "
+                    + "timing a sample costs the harness \(Format.nanoseconds(overhead))")
         }
         let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
         if let reason = unavailable.first {

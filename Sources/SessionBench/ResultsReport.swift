@@ -27,7 +27,7 @@ public struct RunMetadata: Sendable, Codable {
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 1
+    public static let csvSchemaVersion = 2
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
@@ -54,7 +54,8 @@ public struct ResultsReport: Sendable, Codable {
         "schema_version", "store", "scenario", "kind", "operation", "verdict", "violated_invariants", "tasks", "seed",
         "operations", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
         "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
-        "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns",
+        "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
+        "empty_store_ops_per_s",
     ]
 
     /// RFC 4180: one row per store × scenario × operation kind (a row with an empty
@@ -79,6 +80,8 @@ public struct ResultsReport: Sendable, Codable {
                     result.allocatedBytesPerOperation.map { Self.number($0, 2) } ?? "",
                     Self.number(result.cpuSeconds, 4), "\(result.peakResidentBytes)",
                     Self.number(result.harnessOverheadNanoseconds, 1),
+                    result.bareLoopThroughput.map { Self.number($0, 1) } ?? "",
+                    result.emptyStoreThroughput.map { Self.number($0, 1) } ?? "",
                 ]
                 lines.append(fields.map(Self.csvField).joined(separator: ","))
             }

@@ -60,6 +60,9 @@ public struct ScenarioResult: Sendable, Codable {
     /// Steady scenarios: calls per second of the same driver loop over an empty store, the
     /// ceiling any store's throughput is measured against.
     public var emptyStoreThroughput: Double?
+    /// Steady scenarios: calls per second of a loop over the store with no timing and no
+    /// checks; the measured throughput over this says how little the harness distorts.
+    public var bareLoopThroughput: Double?
 
     public init(store: String, scenario: Scenario, verdict: Verdict) {
         self.store = store

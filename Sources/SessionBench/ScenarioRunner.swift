@@ -73,6 +73,8 @@ struct DriverOutcome {
     var failure: String?
     /// Steady scenarios: calls per second of the same loop over an empty store.
     var emptyStoreThroughput: Double?
+    /// Steady scenarios: calls per second of a loop over the store with no timing or checks.
+    var bareLoopThroughput: Double?
 
     func apply(to result: inout ScenarioResult) {
         result.operations = operations
@@ -87,22 +89,31 @@ struct DriverOutcome {
         result.hang = hang
         result.failure = failure
         result.emptyStoreThroughput = emptyStoreThroughput
+        result.bareLoopThroughput = bareLoopThroughput
     }
 }
 
 /// The cost of timing one sample: two clock reads and a histogram record.
 enum HarnessOverhead {
-    /// Times `iterations` samples of nothing, exactly as the steady driver times a call.
-    static func perSampleNanoseconds(iterations: Int = 200_000) -> Double {
-        var histogram = LatencyRecorder.emptyHistogram()
-        let clock = TokenClock.system
-        let start = clock.now()
-        for _ in 0..<iterations {
-            let t0 = clock.now().nanoseconds
-            let t1 = clock.now().nanoseconds
-            _ = histogram.record(UInt64(clamping: max(t1 - t0, 1)))
+    /// What taking one sample costs the steady driver beyond the clock read its batch makes
+    /// anyway: one sample-clock read and a histogram record, timed over many samples of
+    /// nothing. The smallest of a few tries.
+    static func perSampleNanoseconds(iterations: Int = 100_000) -> Double {
+        let clock = SampleClock.shared
+        var histogram = clock.emptyTickHistogram()
+        let floor = clock.floorTicks
+        var best = Double.infinity
+        for _ in 0..<5 {
+            let start = SampleClock.ticks()
+            var previous = start
+            for _ in 0..<iterations {
+                let now = SampleClock.ticks()
+                let ticks = now &- previous
+                _ = histogram.record(ticks > floor ? ticks &- floor : 1)
+                previous = now
+            }
+            best = min(best, clock.nanoseconds(ticks: SampleClock.ticks() - start) / Double(iterations))
         }
-        let elapsed = clock.now().nanoseconds - start.nanoseconds
-        return Double(elapsed) / Double(iterations)
+        return best
     }
 }

@@ -96,6 +96,8 @@ public struct ThresholdCheck: Sendable {
             return (result.harnessOverheadNanoseconds, "harness overhead")
         case .emptyStore:
             return (result.emptyStoreThroughput, "empty-store loop")
+        case .bareLoop:
+            return (result.bareLoopThroughput, "bare loop")
         case .result(let store, let scenario):
             let store = store ?? result.store, scenario = scenario ?? result.scenario
             let other = results.first { $0.store == store && $0.scenario == scenario }

@@ -49,6 +49,8 @@ public struct Thresholds: Sendable, Hashable {
         case harnessOverhead
         /// The driver loop over an empty store (throughput).
         case emptyStore
+        /// A loop over the same store with no timing and no checks (throughput).
+        case bareLoop
     }
 
     public struct Limit: Sendable, Hashable {

@@ -160,11 +160,11 @@ extension Thresholds {
                 case "harness_overhead_ns":
                     guard metric.isLatency else { throw fail("\(key).baseline", "harness_overhead_ns compares with latencies only") }
                     return .harnessOverhead
-                case "empty_store":
-                    guard metric == .throughput else { throw fail("\(key).baseline", "empty_store compares with throughput_ops_per_s only") }
-                    return .emptyStore
+                case "empty_store", "bare_loop":
+                    guard metric == .throughput else { throw fail("\(key).baseline", "this baseline compares with throughput_ops_per_s only") }
+                    return try string(baseline, at: "\(key).baseline") == "empty_store" ? .emptyStore : .bareLoop
                 case let other:
-                    throw fail("\(key).baseline", "unknown baseline '\(other)'; known: harness_overhead_ns, empty_store")
+                    throw fail("\(key).baseline", "unknown baseline '\(other)'; known: harness_overhead_ns, empty_store, bare_loop")
                 }
             }
             let store = try object["store"].map { v throws(ThresholdsError) in try string(v, at: "\(key).store") }

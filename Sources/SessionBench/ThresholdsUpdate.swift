@@ -76,6 +76,7 @@ extension Thresholds {
         switch reference {
         case .harnessOverhead: return "{ \"baseline\": \"harness_overhead_ns\" }"
         case .emptyStore: return "{ \"baseline\": \"empty_store\" }"
+        case .bareLoop: return "{ \"baseline\": \"bare_loop\" }"
         case .result(let store, let scenario):
             let parts = [store.map { "\"store\": \(quoted($0))" }, scenario.map { "\"scenario\": \(quoted($0))" }].compactMap { $0 }
             return "{ " + parts.joined(separator: ", ") + " }"

@@ -150,13 +150,7 @@ struct CommandLineTests {
         let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
         // Under ThreadSanitizer, TSan's own malloc serves the process and counting is impossible;
         // the report must then say so rather than show zeros.
-        #if SESSION_BENCH_TSAN
-        let countable = false
-        #else
-        let countable = ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"]
-            .contains { FileManager.default.fileExists(atPath: $0) }
-        #endif
-        let jemallocInstalled = countable
+        let jemallocInstalled = TestEnvironment.allocationsCountable
         for result in report.results {
             if jemallocInstalled {
                 // The harness's fixed cost is measured and taken out, but varies by a few dozen
