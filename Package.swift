@@ -21,8 +21,10 @@ let package = Package(
         .target(name: "SessionContract"),
         // Locking helpers shared below the stores: a Mutex that ThreadSanitizer can see.
         .target(name: "SessionSync"),
+        // The lock-free read store's per-thread slot: one thread-local pointer.
+        .target(name: "CReaderSlot"),
         // The competing stores, each in its own file, sharing one token lifecycle.
-        .target(name: "SessionStores", dependencies: ["SessionContract", "SessionSync"]),
+        .target(name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"]),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"]),
         // The harness's sample clock: the CPU's time-stamp counter, read inline.

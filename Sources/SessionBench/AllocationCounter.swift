@@ -128,6 +128,15 @@ public struct AllocationCounter: @unchecked Sendable {
         sizes = counters.map(\.size)
     }
 
+    /// Bytes allocated and not yet freed, now (jemalloc's `stats.allocated`).
+    public func liveBytes() -> UInt64 {
+        var epoch: UInt64 = 1
+        _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)
+        var value = 0
+        var size = MemoryLayout<Int>.size
+        return mallctl("stats.allocated", &value, &size, nil, 0) == 0 ? UInt64(value) : 0
+    }
+
     /// Totals since the process started. Allocates nothing.
     public func snapshot() -> Snapshot {
         // Writing "epoch" makes jemalloc refresh the statistics it reports.

@@ -149,6 +149,7 @@ public enum ScenarioText {
         case .flakyServer: what = "expiry storms against a server that fails or times out at random"
         case .cancellationStorm: what = "expiry storms; part of the waiters are cancelled mid-wait"
         case .family: what = "expiry storms over \(scenario.accounts) accounts, each with its own store"
+        case .scaleStorm: what = "one expiry storm of a huge crowd; memory per waiting caller"
         }
         let size = scenario.isRoundBased ? "\(scenario.tasks) callers × \(scenario.rounds) rounds" : "\(scenario.tasks) callers"
         return "\(what) (\(size))"

@@ -55,7 +55,7 @@ public struct ResultsReport: Sendable, Codable {
         "operations", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
         "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
         "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
-        "empty_store_ops_per_s",
+        "empty_store_ops_per_s", "store_bytes_per_waiter", "caller_bytes_per_waiter",
     ]
 
     /// RFC 4180: one row per store × scenario × operation kind (a row with an empty
@@ -82,6 +82,8 @@ public struct ResultsReport: Sendable, Codable {
                     Self.number(result.harnessOverheadNanoseconds, 1),
                     result.bareLoopThroughput.map { Self.number($0, 1) } ?? "",
                     result.emptyStoreThroughput.map { Self.number($0, 1) } ?? "",
+                    result.storeBytesPerWaiter.map { Self.number($0, 1) } ?? "",
+                    result.callerBytesPerWaiter.map { Self.number($0, 1) } ?? "",
                 ]
                 lines.append(fields.map(Self.csvField).joined(separator: ","))
             }

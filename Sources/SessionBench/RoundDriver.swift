@@ -45,8 +45,9 @@ struct RoundDriver {
 
     /// Allocations are not counted here: each round's callers are tasks the harness creates,
     /// and their cost cannot be told apart from the store's. Steady scenarios count them.
-    func run() async -> DriverOutcome {
+    func run(memory: AllocationCounter? = nil) async -> DriverOutcome {
         var state = RoundState(driver: self)
+        state.memory = memory
         do {
             try await state.setUp()
         } catch {
@@ -83,6 +84,8 @@ struct RoundState {
     var previousToken: [AccessToken?]
     var ledgerScanned = 0
     var random: SeededRandom
+    /// Reads live heap bytes, for the scale storm's memory per waiter.
+    var memory: AllocationCounter?
 
     var scenario: Scenario { driver.scenario }
     var oracle: Oracle { driver.oracle }
@@ -123,6 +126,10 @@ struct RoundState {
         case .expiryStorm, .flakyServer, .cancellationStorm, .family:
             time.advance(by: scenario.tokenLifetime)
             return await storm(round: round, kind: .refreshWait)
+        case .scaleStorm:
+            await measureCallerFootprint()
+            time.advance(by: scenario.tokenLifetime)
+            return await storm(round: round, kind: .refreshWait, measuringMemory: true)
         case .rejectionStorm:
             return await rejectionRound(round: round)
         case .signOutRace:
@@ -133,27 +140,60 @@ struct RoundState {
     }
 
     /// Every caller asks at once while the refresh is held; checks they shared it.
-    mutating func storm(round: Int, kind: OperationKind) async -> Bool {
+    mutating func storm(round: Int, kind: OperationKind, measuringMemory: Bool = false) async -> Bool {
         let ledgerStart = server.ledger.entries.count
         let tasks = scenario.tasks
         let cancelled = chooseCancelled(tasks)
         let rejected = currentToken
-        guard
-            let calls = await callers(
-                tasks, kind: kind, phase: "round \(round)", expectedRefreshes: stores.count, cancel: cancelled,
-                call: { store, account throws(SessionError) in
-                    if kind == .rejection, let token = rejected[account] {
-                        return try await store.tokenRejected(token)
-                    }
-                    return try await store.validToken()
-                })
-        else { return false }
+        let liveBefore = measuringMemory ? memory?.liveBytes() : nil
+        let launched = launch(tasks, kind: kind, cancel: cancelled) { store, account throws(SessionError) in
+            if kind == .rejection, let token = rejected[account] {
+                return try await store.tokenRejected(token)
+            }
+            return try await store.validToken()
+        }
+        guard await waitForStorm(launched, expectedRefreshes: stores.count, phase: "round \(round)") else { return false }
+        if let liveBefore, let memory, let callerBytes = outcome.callerBytesPerWaiter {
+            // Parked callers allocate nothing more: once live memory stops moving, every caller
+            // is parked behind the held refresh, and what is alive now is theirs.
+            var previous = memory.liveBytes()
+            var steadyReadings = 0
+            let deadline = ContinuousClock.now + runner.hangTimeout
+            while steadyReadings < 3, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+                let current = memory.liveBytes()
+                steadyReadings = current == previous ? steadyReadings + 1 : 0
+                previous = current
+            }
+            let perCaller = Double(Int64(previous) - Int64(liveBefore)) / Double(tasks)
+            outcome.storeBytesPerWaiter = max(0, perCaller - callerBytes)
+        }
+        guard let calls = await finish(launched, phase: "round \(round)") else { return false }
+        record(calls)
         let entries = Array(server.ledger.entries.dropFirst(ledgerStart))
         outcome.storms += stores.count
         outcome.stormCallers += tasks
         outcome.stormRefreshCalls += entries.count { $0.call == .refresh }
         check(calls, ledgerEntries: entries, round: round, ledgerStart: ledgerStart)
         return await recover(after: calls)
+    }
+
+    /// Parks the scale storm's crowd on bare continuations through the same harness path, to
+    /// learn what a waiting caller costs before any store is involved.
+    mutating func measureCallerFootprint() async {
+        guard let memory, let token = currentToken.first ?? nil else { return }
+        let lot = ParkingLot()
+        let before = memory.liveBytes()
+        let launched = launch(scenario.tasks, kind: .read, cancel: [], hold: false) { _, _ in
+            await lot.park()
+            return token
+        }
+        guard await launched.latch.waitForEntry(until: .now + runner.hangTimeout) else { return }
+        _ = await CompletionLatch<Int>.poll(until: .now + runner.hangTimeout) { lot.parked == scenario.tasks }
+        let parked = Double(Int64(memory.liveBytes()) - Int64(before)) / Double(scenario.tasks)
+        lot.releaseAll()
+        _ = await launched.latch.wait(until: .now + runner.hangTimeout)
+        outcome.callerBytesPerWaiter = max(0, parked)
     }
 
     /// A 401 storm on the current token, then stale 401s that must not reach the server.

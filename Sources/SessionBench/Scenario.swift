@@ -21,6 +21,8 @@ public struct Scenario: Sendable, Hashable, Codable {
         case cancellationStorm = "cancellation-storm"
         /// Rounds of expiry storms over several accounts, each with its own store.
         case family
+        /// One expiry storm of a very large crowd, measuring memory per waiting caller.
+        case scaleStorm = "scale-storm"
     }
 
     public var name: String
@@ -117,10 +119,12 @@ public enum ScenarioCatalog {
             faults: FaultModel(transientFailureRate: 0.25, timeoutRate: 0.1, timeoutAfter: .milliseconds(2))),
         Scenario(name: "cancellation-storm", kind: .cancellationStorm, tasks: 64, rounds: 30, cancelFraction: 0.5),
         Scenario(name: "family", kind: .family, tasks: 64, rounds: 30, accounts: 4),
+        Scenario(name: "scale-storm", kind: .scaleStorm, tasks: 100_000, rounds: 1),
     ]
 
-    /// What `compare` runs when no scenario is named.
-    public static var defaults: [Scenario] { all }
+    /// What `compare` runs when no scenario is named: every preset but the 100,000-caller
+    /// scale storm, which is run by name.
+    public static var defaults: [Scenario] { all.filter { $0.kind != .scaleStorm } }
 
     public static func named(_ name: String) throws(ScenarioError) -> Scenario {
         guard let scenario = all.first(where: { $0.name == name }) else { throw .unknown(name) }

@@ -60,6 +60,12 @@ public struct ScenarioResult: Sendable, Codable {
     /// Steady scenarios: calls per second of the same driver loop over an empty store, the
     /// ceiling any store's throughput is measured against.
     public var emptyStoreThroughput: Double?
+    /// Scale storm: heap bytes per waiting caller that the store holds (the waiter's entry,
+    /// its continuation), beyond what the caller's own task costs.
+    public var storeBytesPerWaiter: Double?
+    /// Scale storm: heap bytes per caller parked on a bare continuation through the same
+    /// harness path (its task, mostly): what any waiting caller costs, store or not.
+    public var callerBytesPerWaiter: Double?
     /// Steady scenarios: calls per second of a loop over the store with no timing and no
     /// checks; the measured throughput over this says how little the harness distorts.
     public var bareLoopThroughput: Double?

@@ -38,7 +38,8 @@ public struct ScenarioRunner: Sendable {
             outcome = await SteadyDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
                 .run(counter: counter)
         default:
-            outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle).run()
+            outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+                .run(memory: counter)
             if result.allocationNote == nil {
                 result.allocationNote = Self.roundAllocationNote
             }
@@ -75,6 +76,8 @@ struct DriverOutcome {
     var emptyStoreThroughput: Double?
     /// Steady scenarios: calls per second of a loop over the store with no timing or checks.
     var bareLoopThroughput: Double?
+    var storeBytesPerWaiter: Double?
+    var callerBytesPerWaiter: Double?
 
     func apply(to result: inout ScenarioResult) {
         result.operations = operations
@@ -90,6 +93,8 @@ struct DriverOutcome {
         result.failure = failure
         result.emptyStoreThroughput = emptyStoreThroughput
         result.bareLoopThroughput = bareLoopThroughput
+        result.storeBytesPerWaiter = storeBytesPerWaiter
+        result.callerBytesPerWaiter = callerBytesPerWaiter
     }
 }
 

@@ -144,3 +144,25 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         return true
     }
 }
+
+/// Callers waiting on nothing but a continuation, until released: the scale storm's
+/// baseline for what a waiting caller costs with no store involved.
+final class ParkingLot: Sendable {
+    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    func park() async {
+        await withCheckedContinuation { continuation in
+            waiting.withLock(visibleTo: self) { $0.append(continuation) }
+        }
+    }
+
+    var parked: Int { waiting.withLock(visibleTo: self) { $0.count } }
+
+    func releaseAll() {
+        let all = waiting.withLock(visibleTo: self) { waiting in
+            defer { waiting = [] }
+            return waiting
+        }
+        for continuation in all { continuation.resume() }
+    }
+}

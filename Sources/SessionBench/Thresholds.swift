@@ -81,6 +81,7 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
     case waitersPerRefresh = "waiters_per_refresh"
     case allocsPerOp = "allocs_per_op"
     case allocBytesPerOp = "alloc_bytes_per_op"
+    case storeBytesPerWaiter = "store_bytes_per_waiter"
     case throughput = "throughput_ops_per_s"
     case p50 = "p50_ns"
     case p90 = "p90_ns"
@@ -92,7 +93,7 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
     /// Exact counts may be bounded absolutely; timings only by ratios.
     public var isCount: Bool {
         switch self {
-        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp: true
+        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp, .storeBytesPerWaiter: true
         default: false
         }
     }
@@ -113,6 +114,7 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
         case .waitersPerRefresh: return result.waitersPerRefresh
         case .allocsPerOp: return result.allocationsPerOperation
         case .allocBytesPerOp: return result.allocatedBytesPerOperation
+        case .storeBytesPerWaiter: return result.storeBytesPerWaiter
         case .throughput: return result.operations > 0 ? result.throughput : nil
         case .p50: return latency.map { Double($0.p50) }
         case .p90: return latency.map { Double($0.p90) }

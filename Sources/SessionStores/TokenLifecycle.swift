@@ -63,17 +63,22 @@ public struct TokenLifecycle<Waiter> {
     public private(set) var version: UInt64 = 0
     /// A token within this margin of expiry is treated as expired.
     public let skew: Duration
+    /// `skew` in nanoseconds, converted once: the fast path compares integers.
+    public let skewNanoseconds: Int64
 
-    public init(skew: Duration) { self.skew = skew }
+    public init(skew: Duration) {
+        self.skew = skew
+        skewNanoseconds = skew.nanosecondsClamped
+    }
 
     // MARK: Reads
 
     /// The current token if a caller may have it without waiting: fresh, and no refresh in
     /// flight (a refresh means the token was rejected or is about to expire).
     public func freshToken(at now: TokenInstant) -> AccessToken? {
-        guard case .active(let grant, nil) = state, grant.accessToken.isFresh(at: now, margin: skew) else {
-            return nil
-        }
+        guard case .active(let grant, nil) = state,
+            now.nanoseconds &+ skewNanoseconds < grant.accessToken.expiresAt.nanoseconds
+        else { return nil }
         return grant.accessToken
     }
 

@@ -79,6 +79,19 @@ struct OracleTests {
         #expect(covered == Set(Invariant.allCases))
     }
 
+    @Test(
+        "100,000 callers at one expiry: one refresh call, promptly",
+        arguments: [StoreCatalog.named("lock-free-read")!, StoreCatalog.named("actor-task")!])
+    func hundredThousandWaiters(_ store: StoreDescriptor) async throws {
+        var scenario = try ScenarioCatalog.named("scale-storm")
+        scenario.tasks = 100_000
+        // A storm that grows quadratically with its waiters (as one did) blows this watchdog.
+        let result = await ScenarioRunner(hangTimeout: .seconds(20)).run(store, scenario)
+        #expect(result.verdict == .pass, "\(result.hang.map { "\($0)" } ?? "") \(result.violations)")
+        #expect(result.refreshCalls == 1)
+        #expect(result.stormCallers == 100_000)
+    }
+
     @Test("a single-flight store makes exactly one refresh per expiry")
     func exactRefreshCounts() async throws {
         let scenario = try Self.small("expiry-storm")
