@@ -1,6 +1,3 @@
 #include "CReaderSlot.h"
 
-static __thread void *reader_slot;
-
-void *session_bench_reader_slot(void) { return reader_slot; }
-void session_bench_set_reader_slot(void *slot) { reader_slot = slot; }
+__thread void *session_bench_reader_slot_pointer __attribute__((tls_model("initial-exec")));

@@ -27,7 +27,7 @@ public struct RunMetadata: Sendable, Codable {
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 2
+    public static let csvSchemaVersion = 3
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
@@ -51,7 +51,7 @@ public struct ResultsReport: Sendable, Codable {
 
     /// The fixed CSV header; the README documents each column.
     public static let csvColumns = [
-        "schema_version", "store", "scenario", "kind", "operation", "verdict", "violated_invariants", "tasks", "seed",
+        "schema_version", "store", "scenario", "kind", "sweep_parameter", "sweep_value", "repeat", "operation", "verdict", "violated_invariants", "tasks", "seed",
         "operations", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
         "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
         "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
@@ -67,7 +67,8 @@ public struct ResultsReport: Sendable, Codable {
             for latency in kinds {
                 let fields: [String] = [
                     "\(Self.csvSchemaVersion)", result.store, result.scenario, result.kind.rawValue,
-                    latency?.kind.rawValue ?? "", result.verdict.rawValue,
+                    result.sweep?.parameter.rawValue ?? "", result.sweep.map { ThresholdCheck.format($0.value) } ?? "",
+                    result.sweep.map { String($0.repeatIndex) } ?? "", latency?.kind.rawValue ?? "", result.verdict.rawValue,
                     result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: " "),
                     "\(result.tasks)", "\(result.seed)", "\(result.operations)", Self.number(result.seconds, 6),
                     Self.number(result.throughput, 1), latency.map { "\($0.count)" } ?? "",

@@ -46,13 +46,17 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var arrivalRate: Double?
     /// Fraction of waiters cancelled in a cancellation storm.
     public var cancelFraction: Double
+    /// Steady scenarios only: after this many reads a caller reports a 401 for the token it
+    /// holds (a write: it forces a refresh unless someone beat it to it); `nil` for reads only.
+    public var readersPerWriter: Int?
     /// Seeds the server's faults and latencies and the choice of cancelled callers.
     public var seed: UInt64
 
     public init(
         name: String, kind: Kind, tasks: Int, duration: Duration = .milliseconds(500), rounds: Int = 40,
         tokenLifetime: Duration = .seconds(300), latency: LatencyModel = .none, faults: FaultModel = .none,
-        accounts: Int = 1, arrivalRate: Double? = nil, cancelFraction: Double = 0, seed: UInt64 = 1
+        accounts: Int = 1, arrivalRate: Double? = nil, cancelFraction: Double = 0, readersPerWriter: Int? = nil,
+        seed: UInt64 = 1
     ) {
         self.name = name
         self.kind = kind
@@ -65,6 +69,7 @@ public struct Scenario: Sendable, Hashable, Codable {
         self.accounts = accounts
         self.arrivalRate = arrivalRate
         self.cancelFraction = cancelFraction
+        self.readersPerWriter = readersPerWriter
         self.seed = seed
     }
 
@@ -82,6 +87,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         }
         if let arrivalRate, !(arrivalRate > 0 && arrivalRate.isFinite) {
             throw .invalid("\(name): arrival rate must be a positive number of calls per second")
+        }
+        if let readersPerWriter, readersPerWriter < 1 {
+            throw .invalid("\(name): readers per writer must be at least 1 (got \(readersPerWriter))")
         }
         guard (0...1).contains(cancelFraction) else {
             throw .invalid("\(name): cancel fraction must be between 0 and 1")

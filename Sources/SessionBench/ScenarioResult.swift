@@ -24,6 +24,8 @@ public struct ScenarioResult: Sendable, Codable {
 
     public var store: String
     public var scenario: String
+    /// Where this run sits in a sweep; `nil` outside one.
+    public var sweep: SweepPoint?
     public var kind: Scenario.Kind
     public var seed: UInt64
     public var tasks: Int

@@ -31,6 +31,7 @@ struct SteadyDriver {
         var operations: UInt64 = 0
         var failures: UInt64 = 0
         var reads: Histogram<UInt64>
+        var writes: Histogram<UInt64>
     }
 
     enum Mode { case measured, bare }
@@ -82,6 +83,9 @@ struct SteadyDriver {
         for report in reports {
             outcome.operations += report.operations
             recorder.add(.read, SampleClock.shared.nanosecondsHistogram(report.reads))
+            if report.writes.totalCount > 0 {
+                recorder.add(.rejection, SampleClock.shared.nanosecondsHistogram(report.writes))
+            }
         }
         outcome.latencies = recorder
         outcome.refreshCalls = server.ledger.refreshCalls
@@ -102,9 +106,10 @@ struct SteadyDriver {
         // Per-worker interval in the open loop: each worker takes an equal share of the rate.
         let interval: UInt64? = scenario.arrivalRate.map { clock.ticks(nanoseconds: Double(tasks) / $0 * 1e9) }
         let oracle = checked ? self.oracle : nil
+        let writeEvery = scenario.readersPerWriter.map { $0 + 1 } ?? 0
         for worker in 0..<tasks {
             Task {
-                var report = WorkerReport(reads: clock.emptyTickHistogram())
+                var report = WorkerReport(reads: clock.emptyTickHistogram(), writes: clock.emptyTickHistogram())
                 let floor = clock.floorTicks
                 var checker = ReadChecker(worker: worker, oracle: oracle)
                 await line.arriveAndWait()
@@ -117,7 +122,7 @@ struct SteadyDriver {
                         for _ in 0..<Self.batch { _ = try? await store.validToken() }
                         report.operations += UInt64(Self.batch)
                     }
-                case (.measured, nil):
+                case (.measured, nil) where writeEvery == 0:
                     while true {
                         let notBefore = TokenClock.coarse.now()
                         let t0 = SampleClock.ticks()
@@ -139,6 +144,32 @@ struct SteadyDriver {
                             }
                         }
                         report.operations += UInt64(Self.batch)
+                    }
+                case (.measured, nil):
+                    // A read/write mix: every `writeEvery`-th call reports a 401 for the token
+                    // the caller holds. Every call is timed: writes are not uniform.
+                    var held: AccessToken?
+                    var calls = 0
+                    while true {
+                        let notBefore = TokenClock.coarse.now()
+                        let t0 = SampleClock.ticks()
+                        if t0 >= deadline { break }
+                        calls += 1
+                        do throws(SessionError) {
+                            let isWrite = calls % writeEvery == 0
+                            let token = try await (isWrite && held != nil ? store.tokenRejected(held!) : store.validToken())
+                            let ticks = SampleClock.ticks() &- t0
+                            if isWrite {
+                                _ = report.writes.record(ticks > floor ? ticks &- floor : 1)
+                            } else {
+                                _ = report.reads.record(ticks > floor ? ticks &- floor : 1)
+                            }
+                            checker.check(token, notBefore: notBefore)
+                            held = token
+                        } catch {
+                            report.failures += 1
+                        }
+                        report.operations += 1
                     }
                 case (.measured, let interval?):
                     var intended = begin + interval * UInt64(worker) / UInt64(tasks)

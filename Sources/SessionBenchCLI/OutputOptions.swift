@@ -78,7 +78,8 @@ extension OutputOptions {
             if format != .table { print(report.table()) }
             if !quiet { Log.progress("wrote \(format.rawValue) to \(output)") }
         } else {
-            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+            // By byte: "\r\n" is one Character, so hasSuffix("\n") misses CSV's line ends.
+            print(text, terminator: text.utf8.last == UInt8(ascii: "\n") ? "" : "\n")
         }
     }
 }

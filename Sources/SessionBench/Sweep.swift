@@ -1,0 +1,123 @@
+import TokenServer
+
+/// What `sweep` varies, and how a value changes a scenario.
+public enum SweepParameter: String, Sendable, Codable, CaseIterable {
+    /// Concurrent callers.
+    case tasks
+    /// Reads between two 401s of one caller (steady scenarios: a read/write mix).
+    case readersPerWriter = "readers-per-writer"
+    /// The server's refresh latency, in milliseconds (fixed).
+    case refreshLatency = "refresh-latency"
+    /// Access-token lifetime, in milliseconds.
+    case tokenLifetime = "token-lifetime"
+    /// Open-loop arrival rate, calls per second across all callers (steady scenarios).
+    case rate
+
+    /// The scenario a sweep of this parameter runs when none is named.
+    public var defaultScenario: String {
+        switch self {
+        case .refreshLatency: "expiry-storm"
+        default: "steady-reads"
+        }
+    }
+
+    /// `scenario` with the parameter set to `value`, validated.
+    public func apply(_ value: Double, to scenario: Scenario) throws(ScenarioError) -> Scenario {
+        var scenario = scenario
+        switch self {
+        case .tasks:
+            guard value >= 1, value == value.rounded() else { throw .invalid("tasks must be whole numbers of at least 1 (got \(value))") }
+            scenario.tasks = Int(value)
+            scenario.accounts = min(scenario.accounts, scenario.tasks)
+        case .readersPerWriter:
+            guard scenario.kind == .steadyReads else { throw .invalid("readers-per-writer applies to steady-reads only") }
+            guard value >= 1, value == value.rounded() else { throw .invalid("readers per writer must be whole numbers of at least 1 (got \(value))") }
+            scenario.readersPerWriter = Int(value)
+        case .refreshLatency:
+            guard value >= 0, value.isFinite else { throw .invalid("refresh latency must be milliseconds of 0 or more (got \(value))") }
+            scenario.latency = value == 0 ? .none : .fixed(.nanoseconds(Int64(value * 1e6)))
+        case .tokenLifetime:
+            guard value > 0, value.isFinite else { throw .invalid("token lifetime must be a positive number of milliseconds (got \(value))") }
+            scenario.tokenLifetime = .nanoseconds(Int64(value * 1e6))
+        case .rate:
+            guard scenario.kind == .steadyReads else { throw .invalid("rate applies to steady-reads only") }
+            guard value > 0, value.isFinite else { throw .invalid("rate must be a positive number of calls per second (got \(value))") }
+            scenario.arrivalRate = value
+        }
+        try scenario.validate()
+        return scenario
+    }
+}
+
+/// Where a result sits in a sweep.
+public struct SweepPoint: Sendable, Codable, Hashable {
+    public let parameter: SweepParameter
+    public let value: Double
+    /// Which pass over all values and stores, from 0.
+    public let repeatIndex: Int
+
+    public init(parameter: SweepParameter, value: Double, repeatIndex: Int) {
+        self.parameter = parameter
+        self.value = value
+        self.repeatIndex = repeatIndex
+    }
+}
+
+/// The order a sweep runs in: every repeat passes over every value, and at each point every
+/// store runs once, in an order rotated from point to point, so that drift in the machine
+/// (another tenant, thermal state) lands on all stores alike.
+public enum SweepSchedule {
+    public static func order<Store>(stores: [Store], values: [Double], repeats: Int) -> [(repeatIndex: Int, value: Double, store: Store)] {
+        var order: [(Int, Double, Store)] = []
+        var rotation = 0
+        for repeatIndex in 0..<repeats {
+            for value in values {
+                for offset in stores.indices {
+                    order.append((repeatIndex, value, stores[(offset + rotation) % stores.count]))
+                }
+                rotation += 1
+            }
+        }
+        return order
+    }
+}
+
+extension ResultsReport {
+    /// A sweep's medians: per value, per store, the median over repeats of throughput and
+    /// p99, and of the throughput ratio to `baseline` measured at the same point and repeat.
+    public func sweepTable(baseline: String?) -> String {
+        let points = results.compactMap(\.sweep)
+        guard let parameter = points.first?.parameter else { return table() }
+        let values = Array(Set(points.map(\.value))).sorted()
+        var stores: [String] = []
+        for result in results where !stores.contains(result.store) { stores.append(result.store) }
+        var rows = [[parameter.rawValue, "store", "verdicts", "calls/s (median)", "p99 (median)"] + (baseline.map { ["× \($0) (median)"] } ?? [])]
+        for value in values {
+            for store in stores {
+                let runs = results.filter { $0.store == store && $0.sweep?.value == value }
+                guard !runs.isEmpty else { continue }
+                let verdicts = Set(runs.map(\.verdict.rawValue)).sorted().joined(separator: ",")
+                var row = [
+                    ThresholdCheck.format(value), store, verdicts, Format.rate(Self.median(runs.map(\.throughput))),
+                    Format.nanoseconds(Self.median(runs.compactMap { $0.headlineLatency.map { Double($0.p99) } })),
+                ]
+                if let baseline {
+                    let ratios = runs.compactMap { run -> Double? in
+                        guard let base = results.first(where: { $0.store == baseline && $0.sweep == run.sweep }), base.throughput > 0
+                        else { return nil }
+                        return run.throughput / base.throughput
+                    }
+                    row.append(ratios.isEmpty ? "—" : String(format: "%.2f", Self.median(ratios)))
+                }
+                rows.append(row)
+            }
+        }
+        return Format.aligned(rows) + "\n" + problems(markdown: false) + notes().map { "note: \($0)\n" }.joined()
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `session-bench sweep`: one parameter over a range, every store at every point.
+struct Sweep: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Vary one parameter over a list of values; measure every store at each point, interleaved.",
+        discussion: """
+            Every repeat passes over every value; at each point every store runs once, in an order \
+            rotated from point to point, so drift in the machine lands on all stores alike. The table \
+            shows medians over repeats; --format csv gives every run, for charts (results/plot).
+
+            \(exitStatusHelp)
+            """)
+
+    @Option(name: .long, help: "What to vary: \(SweepParameter.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var parameter: SweepParameter
+
+    @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime).")
+    var values: String
+
+    @Option(name: .long, help: "Passes over all values and stores (default: 3).")
+    var repeats: Int = 3
+
+    @Option(name: .long, help: "Store whose throughput the others are divided by in the table.")
+    var baseline: String?
+
+    @OptionGroup var run: RunOptions
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        guard repeats >= 1 else { throw ValidationError("--repeats must be at least 1 (got \(repeats))") }
+        _ = try parsedValues()
+        if let baseline, StoreRegistry.named(baseline) == nil {
+            throw ValidationError("--baseline: unknown store '\(baseline)' (see 'session-bench list')")
+        }
+        if run.scenario.count > 1 || run.scenario.first?.contains(",") == true {
+            throw ValidationError("sweep runs one scenario; give a single --scenario")
+        }
+    }
+
+    func parsedValues() throws -> [Double] {
+        let parts = values.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        var parsed: [Double] = []
+        for part in parts {
+            guard let value = Double(part), value.isFinite else {
+                throw ValidationError("--values: '\(part)' is not a number; give comma-separated numbers, e.g. 1,2,4")
+            }
+            parsed.append(value)
+        }
+        guard !parsed.isEmpty else { throw ValidationError("--values needs at least one number") }
+        return parsed
+    }
+
+    mutating func run() async throws {
+        var options = run
+        if options.scenario.isEmpty { options.scenario = [parameter.defaultScenario] }
+        let stores = try options.resolvedStores()
+        guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
+        var points: [Double: Scenario] = [:]
+        for value in try parsedValues() {
+            do { points[value] = try parameter.apply(value, to: base) } catch { throw UsageError("--values: \(error)") }
+        }
+        let schedule = SweepSchedule.order(stores: stores, values: try parsedValues(), repeats: repeats)
+        if !output.quiet {
+            Log.progress(
+                "session-bench sweep: \(parameter.rawValue) over \(values) in \(base.name), \(stores.count) store(s), "
+                    + "\(repeats) repeat(s), seed \(base.seed): \(schedule.count) runs")
+        }
+        var results: [ScenarioResult] = []
+        let started = ContinuousClock.now
+        for (index, step) in schedule.enumerated() {
+            let scenario = points[step.value]!
+            var result: ScenarioResult
+            if options.inProcess {
+                result = await options.runner.run(step.store, scenario)
+            } else {
+                result = await IsolatedRun.run(store: step.store, scenarios: [scenario], hangTimeout: options.hangTimeout) { _ in }
+                    .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
+            }
+            result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex)
+            results.append(result)
+            if !output.quiet {
+                Log.progress(
+                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(ThresholdCheck.format(step.value)) "
+                        + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
+            }
+        }
+        let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
+        if output.format == .table, output.output == nil {
+            print(report.sweepTable(baseline: baseline), terminator: "")
+        } else {
+            try output.emit(report)
+        }
+        if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+extension SweepParameter: ExpressibleByArgument {}
