@@ -11,14 +11,26 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
     var format: Format = .table
 
-    @Option(name: .long, help: "Write the output to this file (atomically) instead of standard output.")
-    var output: String?
+    @Option(
+        name: .long,
+        help: "Write to this file (atomically) instead of standard output; repeat for several. A .csv, .json or .md file gets that format, any other --format.")
+    var output: [String] = []
 
     @Flag(name: .long, help: "No progress lines on standard error.")
     var quiet = false
 
     func validate() throws {
-        if let output { try AtomicFile.checkWritable(output) }
+        for path in output { try AtomicFile.checkWritable(path) }
+    }
+
+    /// The format a file is written in: its extension's, else `--format`.
+    func format(for path: String) -> Format {
+        switch URL(fileURLWithPath: path).pathExtension.lowercased() {
+        case "csv": .csv
+        case "json": .json
+        case "md": .markdown
+        default: format
+        }
     }
 }
 
@@ -65,19 +77,23 @@ enum AtomicFile {
 extension OutputOptions {
     /// Renders `report` in the chosen format to `--output` (atomically) or standard output.
     /// With `--output`, the table still goes to standard output for the person watching.
-    func emit(_ report: ResultsReport) throws {
-        let text: String
-        switch format {
-        case .table: text = report.table()
-        case .csv: text = report.csv()
-        case .json: text = try report.json()
-        case .markdown: text = report.markdown()
+    func emit(_ report: ResultsReport, table: (ResultsReport) -> String = { $0.table() }) throws {
+        func render(_ format: Format) throws -> String {
+            switch format {
+            case .table: table(report)
+            case .csv: report.csv()
+            case .json: try report.json()
+            case .markdown: report.markdown()
+            }
         }
-        if let output {
-            try AtomicFile.write(text, to: output)
-            if format != .table { print(report.table()) }
-            if !quiet { Log.progress("wrote \(format.rawValue) to \(output)") }
+        if !output.isEmpty {
+            for path in output {
+                try AtomicFile.write(try render(format(for: path)), to: path)
+                if !quiet { Log.progress("wrote \(format(for: path).rawValue) to \(path)") }
+            }
+            print(table(report), terminator: "")
         } else {
+            let text = try render(format)
             // By byte: "\r\n" is one Character, so hasSuffix("\n") misses CSV's line ends.
             print(text, terminator: text.utf8.last == UInt8(ascii: "\n") ? "" : "\n")
         }

@@ -89,11 +89,7 @@ struct Sweep: AsyncParsableCommand {
             }
         }
         let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
-        if output.format == .table, output.output == nil {
-            print(report.sweepTable(baseline: baseline), terminator: "")
-        } else {
-            try output.emit(report)
-        }
+        try output.emit(report) { [baseline] in $0.sweepTable(baseline: baseline) }
         if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }
