@@ -14,66 +14,61 @@ enum IsolatedRun {
         var store: String
         var scenarios: [Scenario]
         var hangTimeoutSeconds: Double
+
+        init(store: String, scenarios: [Scenario], hangTimeout: Double) {
+            self.store = store
+            self.scenarios = scenarios
+            hangTimeoutSeconds = hangTimeout
+        }
     }
 
     static let resultPrefix = "RESULT "
 
     /// Runs `scenarios` for `store` in a child; calls `progress` as each result arrives.
+    ///
+    /// The child is started with `posix_spawn` and reaped with `waitpid`, both ours: whether a
+    /// crashed child is noticed must not depend on anything else in the process (Foundation's
+    /// `Process` left a crashed child unreaped under ThreadSanitizer and spun waiting on it).
     static func run(
         store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Double,
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
-        let plan = Plan(store: store.name, scenarios: scenarios, hangTimeoutSeconds: hangTimeout)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executablePath)
-        process.arguments = ["run-store"]
-        process.environment = childEnvironment()
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.standardError
+        let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout)
+        let child: Child
         do {
-            try process.run()
+            child = try Child.spawn(executable: executablePath, arguments: ["run-store"], environment: childEnvironment())
         } catch {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
-        input.fileHandleForWriting.write((try? JSONEncoder().encode(plan)) ?? Data())
-        try? input.fileHandleForWriting.close()
+        child.send((try? JSONEncoder().encode(plan)) ?? Data())
 
         let collected = Mutex<[ScenarioResult]>([])
         let reader = Thread {
-            var buffer = Data()
-            let handle = output.fileHandleForReading
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    guard line.hasPrefix(resultPrefix),
-                        let result = try? JSONDecoder().decode(ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
-                    else { continue }
-                    collected.withLock { $0.append(result) }
-                    progress(result)
-                }
+            child.readLines { line in
+                guard line.hasPrefix(resultPrefix),
+                    let result = try? JSONDecoder().decode(ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
+                else { return }
+                collected.withLock { $0.append(result) }
+                progress(result)
             }
         }
         reader.start()
 
         let deadline = ContinuousClock.now + budget(for: scenarios, hangTimeout: hangTimeout)
         var timedOut = false
-        while process.isRunning {
+        var exit = child.poll()
+        while exit == nil {
             if ContinuousClock.now > deadline {
                 timedOut = true
-                kill(process.processIdentifier, SIGKILL)
+                exit = child.kill()
                 break
             }
             try? await Task.sleep(for: .milliseconds(10))
+            exit = child.poll()
         }
-        process.waitUntilExit()
-        // Let the reader drain what the child wrote before it ended.
-        while !reader.isFinished { try? await Task.sleep(for: .milliseconds(5)) }
+        // Let the reader drain what the child wrote before it ended (the pipe closes with it).
+        let drainDeadline = ContinuousClock.now + .seconds(5)
+        while !reader.isFinished, ContinuousClock.now < drainDeadline { try? await Task.sleep(for: .milliseconds(5)) }
 
         var results = collected.withLock { $0 }
         let missing = scenarios.filter { scenario in !results.contains { $0.scenario == scenario.name } }
@@ -81,16 +76,16 @@ enum IsolatedRun {
             let result: ScenarioResult
             if timedOut {
                 result = failed(store, scenario, .hung, "the measuring process stopped answering and was killed")
-            } else if process.terminationReason == .uncaughtSignal {
-                let signal = process.terminationStatus
+            } else if case .signaled(let signal)? = exit {
                 result = failed(
                     store, scenario, index == 0 ? .crashed : .error,
                     index == 0 ? "the store crashed the process (signal \(signal), \(signalName(signal)))"
                         : "not run: the process crashed in an earlier scenario")
             } else {
+                let status: Int32 = if case .exited(let code)? = exit { code } else { -1 }
                 result = failed(
                     store, scenario, index == 0 ? .crashed : .error,
-                    "the measuring process exited with status \(process.terminationStatus) before reporting")
+                    "the measuring process exited with status \(status) before reporting")
             }
             progress(result)
             results.append(result)

@@ -8,7 +8,11 @@ import SessionContract
 ///   epoch; a caller that wakes in a later epoch gets ``SessionError/signedOut``, so a refresh
 ///   finishing after sign-out is discarded. All callers of one task see its one result.
 /// - Cost model: every call, fast path included, is an actor hop (an enqueue and, under
-///   contention, a thread switch); a refresh allocates one `Task`.
+///   contention, a thread switch); a refresh allocates one `Task`. A fast-path read allocates
+///   nothing when uncontended and about one allocation when several callers contend: a caller
+///   that finds the actor busy is enqueued as a job on it (1.00 per read with 4 callers in
+///   `steady-reads`). A parked caller holds ~2 KB more than with a lock store (the task's
+///   awaiting frames spill into a new slab of its allocator).
 /// - Known weakness: waiters are released only when the refresh task returns, even after
 ///   sign-out or their own cancellation; a hung token server hangs them all. There is no
 ///   synchronous read.

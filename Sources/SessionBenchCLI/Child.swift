@@ -1,0 +1,105 @@
+import Foundation
+
+/// A child process started with `posix_spawn`: its standard input and output are pipes, its
+/// standard error is ours, and it is reaped with `waitpid` by this type alone.
+final class Child: Sendable {
+    enum Exit: Equatable {
+        case exited(Int32)
+        case signaled(Int32)
+    }
+
+    let pid: pid_t
+    private let input: Int32
+    private let output: Int32
+
+    private init(pid: pid_t, input: Int32, output: Int32) {
+        self.pid = pid
+        self.input = input
+        self.output = output
+    }
+
+    struct SpawnError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func spawn(executable: String, arguments: [String], environment: [String: String]) throws -> Child {
+        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
+        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+            throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        for descriptor in [toChild[0], toChild[1], fromChild[0], fromChild[1]] {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        close(toChild[0])
+        close(fromChild[1])
+        guard status == 0 else {
+            close(toChild[1])
+            close(fromChild[0])
+            throw SpawnError(description: "posix_spawn \(executable): \(String(cString: strerror(status)))")
+        }
+        return Child(pid: pid, input: toChild[1], output: fromChild[0])
+    }
+
+    /// Writes `data` to the child's standard input and closes it.
+    func send(_ data: Data) {
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(input, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { break }
+                offset += written
+            }
+        }
+        close(input)
+    }
+
+    /// Calls `line` for each line the child writes, until it closes its output.
+    func readLines(_ line: (String) -> Void) {
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(output, &buffer, buffer.count)
+            if count <= 0 { break }
+            pending.append(contentsOf: buffer[0..<count])
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                line(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                pending.removeSubrange(pending.startIndex...newline)
+            }
+        }
+        close(output)
+    }
+
+    /// The child's exit, if it has exited (reaping it); `nil` while it runs.
+    func poll() -> Exit? {
+        var status: Int32 = 0
+        let result = waitpid(pid, &status, WNOHANG)
+        guard result == pid else { return result < 0 ? .exited(-1) : nil }
+        return Self.decode(status)
+    }
+
+    /// Kills the child and reaps it.
+    func kill() -> Exit {
+        Foundation.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        return Self.decode(status)
+    }
+
+    private static func decode(_ status: Int32) -> Exit {
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+    }
+}
