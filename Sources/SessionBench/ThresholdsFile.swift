@@ -15,7 +15,7 @@ extension Thresholds {
         do { root = try JSONSerialization.jsonObject(with: data) } catch {
             throw ThresholdsError(path: path, key: "(file)", problem: "is not valid JSON: \(Self.reason(error))")
         }
-        var reader = Reader(path: path)
+        let reader = Reader(path: path)
         let top = try reader.object(root, at: "(top level)")
         try reader.onlyKeys(top, ["version", "run", "limits"], at: "")
         guard let version = top["version"] else { throw reader.fail("version", "is missing; write \"version\": 1") }
