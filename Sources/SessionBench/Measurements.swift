@@ -34,32 +34,14 @@ public struct LatencyRecorder: Sendable {
         _ = histograms[kind]!.record(min(value, Self.highestTrackable))
     }
 
-    /// Records a latency measured from an intended start time (open loop), filling in the
-    /// samples a stalled caller could not take, as HdrHistogram's coordinated-omission
-    /// correction does.
-    public mutating func recordCorrected(_ kind: OperationKind, nanoseconds: Int64, expectedInterval: Int64) {
-        let value = UInt64(clamping: max(nanoseconds, 1))
-        if histograms[kind] == nil { histograms[kind] = Self.emptyHistogram() }
-        _ = histograms[kind]!.recordCorrectedValue(
-            min(value, Self.highestTrackable), expectedInterval: UInt64(max(expectedInterval, 1)))
-    }
-
     /// Adds a whole histogram recorded elsewhere (a worker's hot-loop histogram).
     public mutating func add(_ kind: OperationKind, _ histogram: Histogram<UInt64>) {
         if histograms[kind] == nil { histograms[kind] = histogram } else { histograms[kind]!.add(histogram) }
     }
 
-    public mutating func merge(_ other: LatencyRecorder) {
-        for (kind, histogram) in other.histograms {
-            if histograms[kind] == nil { histograms[kind] = histogram } else { histograms[kind]!.add(histogram) }
-        }
-    }
-
     public var summaries: [LatencySummary] {
         histograms.keys.sorted().map { LatencySummary(kind: $0, histogram: histograms[$0]!) }
     }
-
-    public var totalCount: UInt64 { histograms.values.reduce(0) { $0 + $1.totalCount } }
 
     static func emptyHistogram() -> Histogram<UInt64> {
         Histogram(lowestDiscernibleValue: 1, highestTrackableValue: highestTrackable, numberOfSignificantValueDigits: .three)

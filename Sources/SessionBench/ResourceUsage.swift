@@ -1,7 +1,6 @@
 import Foundation
 
-/// CPU time and resident memory of this process, from `clock_gettime`, `getrusage` and
-/// `/proc/self/statm`.
+/// CPU time and peak resident memory of this process, from `clock_gettime` and `getrusage`.
 public enum ResourceUsage {
     /// User plus system CPU time consumed by the process so far, in seconds.
     public static var cpuSeconds: Double {
@@ -19,13 +18,5 @@ public enum ResourceUsage {
         #else
         return UInt64(usage.ru_maxrss)
         #endif
-    }
-
-    /// The process's resident set now, in bytes, where the system says (Linux).
-    public static var currentResidentBytes: UInt64? {
-        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
-        let fields = statm.split(separator: " ")
-        guard fields.count >= 2, let pages = UInt64(fields[1]) else { return nil }
-        return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
     }
 }
