@@ -23,8 +23,12 @@ public struct LedgerEntry: Sendable, Hashable {
         case transientFailure
         /// Injected timeout; nothing changed on the server.
         case timedOut
-        /// The server rotated the token but the response never reached the client.
+        /// The server rotated the token but the response never reached the client (an
+        /// injected fault, or the client went away while the answer was on its way).
         case responseLost
+        /// The client went away (its task was cancelled: a dropped connection) before the
+        /// server acted on the call; nothing changed on the server.
+        case dropped
     }
 
     /// Position in the ledger, from 0.
@@ -36,9 +40,50 @@ public struct LedgerEntry: Sendable, Hashable {
     public let family: UInt64
     /// For a refresh: the generation of the grant the presented refresh token came with.
     public let presentedGeneration: UInt64?
-    public let outcome: Outcome
+    public internal(set) var outcome: Outcome
     /// The generation of the access token issued, if one was.
     public let issuedGeneration: UInt64?
+    /// When the request reached the server (before any gate held it), in real monotonic
+    /// nanoseconds, whatever clock the server hands out tokens on.
+    public let sentAt: Int64
+    /// When the answer (grant or error) was handed back to the client, in real monotonic
+    /// nanoseconds; `nil` while the call is still in flight.
+    public internal(set) var respondedAt: Int64?
+    /// The issued access token had already expired on the server's clock when the answer
+    /// was handed back (a lifetime shorter than the trip).
+    public internal(set) var deliveredExpired: Bool = false
+    /// The answer was lost because the client went away (its task was cancelled) while it
+    /// travelled, not by an injected fault.
+    public internal(set) var lostByClient: Bool = false
+    /// What the harness was doing when the call arrived (`round 4, sign-out race`), for traces.
+    public let context: String
+
+    /// Whether the server acted on the presented refresh token: a redemption in the sense of
+    /// rotation and reuse detection. Calls refused before the server acted are not.
+    public var isRedemption: Bool {
+        switch outcome {
+        case .issued, .reuseAccepted, .reuseDetected, .responseLost, .familyRevoked: true
+        case .unknownToken, .transientFailure, .timedOut, .dropped: false
+        }
+    }
+
+    /// Whether the client received a usable grant from this call.
+    public var deliveredGrant: Bool { (outcome == .issued || outcome == .reuseAccepted) && !deliveredExpired }
+
+    /// Whether the server refused the refresh token itself (OAuth `invalid_grant`): the only
+    /// answer that may end a session.
+    public var isInvalidGrant: Bool {
+        outcome == .reuseDetected || outcome == .familyRevoked || outcome == .unknownToken
+    }
+
+    /// Whether the call failed in a way that may pass: the client may refresh again.
+    public var isPassingFailure: Bool {
+        switch outcome {
+        case .transientFailure, .timedOut, .responseLost, .dropped: true
+        case .issued, .reuseAccepted: deliveredExpired
+        case .reuseDetected, .familyRevoked, .unknownToken: false
+        }
+    }
 }
 
 /// Everything the server was asked, in order. Counting is exact: a duplicate refresh is
@@ -51,14 +96,28 @@ public struct Ledger: Sendable {
     /// Replaces the entries, for counting over a slice of another ledger.
     public mutating func replaceEntries(_ newEntries: [LedgerEntry]) { entries = newEntries }
 
+    @discardableResult
     mutating func append(
         at: TokenInstant, call: LedgerEntry.Call, family: UInt64, presentedGeneration: UInt64?,
-        outcome: LedgerEntry.Outcome, issuedGeneration: UInt64?
-    ) {
+        outcome: LedgerEntry.Outcome, issuedGeneration: UInt64?, sentAt: Int64, context: String
+    ) -> Int {
         entries.append(
             LedgerEntry(
                 index: entries.count, at: at, call: call, family: family, presentedGeneration: presentedGeneration,
-                outcome: outcome, issuedGeneration: issuedGeneration))
+                outcome: outcome, issuedGeneration: issuedGeneration, sentAt: sentAt, context: context))
+        return entries.count - 1
+    }
+
+    mutating func markResponded(_ index: Int, at: Int64, lost: Bool, expired: Bool) {
+        guard entries.indices.contains(index) else { return }
+        entries[index].respondedAt = at
+        entries[index].deliveredExpired = expired
+        if lost {
+            entries[index].lostByClient = true
+            if entries[index].outcome == .issued || entries[index].outcome == .reuseAccepted {
+                entries[index].outcome = .responseLost
+            }
+        }
     }
 
     /// Refresh calls received, whatever their outcome.
@@ -69,17 +128,12 @@ public struct Ledger: Sendable {
 
     /// Refresh calls per presented generation, for generations presented more than once
     /// (the single-flight and no-reuse invariants). Calls that failed before the server acted
-    /// (transient, timeout) are not redemptions and are not counted.
+    /// (transient, timeout, dropped) are not redemptions and are not counted.
     public var repeatedRedemptions: [UInt64: Int] {
         var counts: [UInt64: Int] = [:]
-        for entry in entries where entry.call == .refresh {
+        for entry in entries where entry.call == .refresh && entry.isRedemption {
             guard let generation = entry.presentedGeneration else { continue }
-            switch entry.outcome {
-            case .issued, .reuseAccepted, .reuseDetected, .responseLost, .familyRevoked:
-                counts[generation, default: 0] += 1
-            case .unknownToken, .transientFailure, .timedOut:
-                continue
-            }
+            counts[generation, default: 0] += 1
         }
         return counts.filter { $0.value > 1 }
     }

@@ -13,7 +13,12 @@ import Synchronization
 ///   session is logged out, as RFC 6749 §10.4 and RFC 9700 §4.14.2 advise.
 /// - Latency follows a ``LatencyModel``; faults follow a ``FaultModel`` or are scripted with
 ///   ``injectRefreshFaults(_:count:)``; the ``gate`` can hold refreshes in flight.
-/// - Every call lands in the ``ledger``, from which the harness checks the invariants.
+/// - A client that goes away is seen as a dropped connection: a refresh whose task is
+///   cancelled before the server acts on it changes nothing (`dropped`); one cancelled while
+///   the answer is on its way has rotated the token, but the client never gets it
+///   (`responseLost`). Either way the client sees ``TokenEndpointError/transient``.
+/// - Every call lands in the ``ledger``, from which the harness checks the invariants, with
+///   real-time stamps of when it was sent and answered and the harness's ``context``.
 ///
 /// Generations come from one counter for the whole server, so they are strictly increasing
 /// within a family and never repeat across families.
@@ -60,7 +65,8 @@ public final class TokenServer: TokenEndpoint {
         var families: [UInt64: Family] = [:]
         var refreshTokens: [String: IssuedRefreshToken] = [:]
         var ledger = Ledger()
-        var scriptedFaults: [FaultModel.Fault] = []
+        var scriptedFaults: [FaultModel.Fault?] = []
+        var context = ""
     }
 
     public let configuration: Configuration
@@ -80,8 +86,25 @@ public final class TokenServer: TokenEndpoint {
 
     /// Makes the next `count` refresh calls fail with `fault`, ahead of any random fault.
     public func injectRefreshFaults(_ fault: FaultModel.Fault, count: Int = 1) {
-        state.withLock(visibleTo: self) { $0.scriptedFaults.append(contentsOf: repeatElement(fault, count: count)) }
+        state.withLock(visibleTo: self) { $0.scriptedFaults.append(contentsOf: repeatElement(Optional(fault), count: count)) }
     }
+
+    /// Scripts the next refresh calls: each element is the fault for one call, `nil` for a
+    /// healthy answer. Replaces any script not yet used; random faults resume after it.
+    public func scriptRefreshes(_ faults: [FaultModel.Fault?]) {
+        state.withLock(visibleTo: self) { $0.scriptedFaults = faults }
+    }
+
+    /// Scripted refresh answers not yet used.
+    public var scriptedRefreshesLeft: Int { state.withLock(visibleTo: self) { $0.scriptedFaults.count } }
+
+    /// What the harness is doing now; every call recorded from now on carries it.
+    public func setContext(_ context: String) {
+        state.withLock(visibleTo: self) { $0.context = context }
+    }
+
+    /// Real monotonic time in nanoseconds, the clock of the ledger's `sentAt`/`respondedAt`.
+    public static func realNanoseconds() -> Int64 { TokenClock.system.now().nanoseconds }
 
     /// Revokes every session of `subject`, as an administrator or a password change would:
     /// their refresh tokens fail with `invalid_grant` from now on.
@@ -94,52 +117,68 @@ public final class TokenServer: TokenEndpoint {
     }
 
     public func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
-        let (grant, delay) = state.withLock(visibleTo: self) { state in
+        let sentAt = Self.realNanoseconds()
+        let (grant, delay, index) = state.withLock(visibleTo: self) { state in
             let family = UInt64(state.families.count + 1)
             state.families[family] = Family(subject: credentials.subject)
             let grant = issue(&state, family: family)
-            state.ledger.append(
+            let index = state.ledger.append(
                 at: clock.now(), call: .signIn, family: family, presentedGeneration: nil, outcome: .issued,
-                issuedGeneration: grant.accessToken.generation)
-            return (grant, configuration.latency.sample(using: &state.random))
+                issuedGeneration: grant.accessToken.generation, sentAt: sentAt, context: state.context)
+            return (grant, configuration.latency.sample(using: &state.random), index)
         }
         await sleep(delay)
+        state.withLock(visibleTo: self) {
+            $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
+        }
         return grant
     }
 
     public func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant {
-        await gate.pass()
-        let (response, delay) = state.withLock(visibleTo: self) { state in
-            (redeem(&state, refreshToken), configuration.latency.sample(using: &state.random))
+        let sentAt = Self.realNanoseconds()
+        guard await gate.pass(), !Task.isCancelled else {
+            // The client hung up before the server read the request: nothing happens.
+            state.withLock(visibleTo: self) { state in
+                let record = state.refreshTokens[refreshToken.value]
+                let index = state.ledger.append(
+                    at: clock.now(), call: .refresh, family: record?.family ?? 0, presentedGeneration: record?.generation,
+                    outcome: .dropped, issuedGeneration: nil, sentAt: sentAt, context: state.context)
+                state.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
+            }
+            throw .transient
         }
-        switch response {
-        case .success(let grant):
-            await sleep(delay)
-            return grant
-        case .failure(.timeout):
-            await sleep(configuration.faults.timeoutAfter)
-            throw .timeout
-        case .failure(let error):
-            await sleep(delay)
-            throw error
+        let (response, delay, index) = state.withLock(visibleTo: self) { state in
+            let response = redeem(&state, refreshToken, sentAt: sentAt)
+            return (response, configuration.latency.sample(using: &state.random), state.ledger.entries.count - 1)
         }
+        let trip: Duration = if case .failure(.timeout) = response { configuration.faults.timeoutAfter } else { delay }
+        await sleep(trip)
+        // A client that went away while the answer travelled never receives it.
+        let hungUp = trip > .zero && Task.isCancelled
+        let expired = (try? response.get()).map { !$0.accessToken.isFresh(at: clock.now()) } ?? false
+        state.withLock(visibleTo: self) {
+            $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: hungUp, expired: expired && !hungUp)
+        }
+        if hungUp { throw .transient }
+        return try response.get()
     }
 
     /// Decides one refresh under the lock and records it.
-    private func redeem(_ state: inout State, _ presented: RefreshToken) -> Result<TokenGrant, TokenEndpointError> {
+    private func redeem(_ state: inout State, _ presented: RefreshToken, sentAt: Int64) -> Result<TokenGrant, TokenEndpointError> {
         let now = clock.now()
         let fault = state.scriptedFaults.isEmpty
             ? configuration.faults.draw(using: &state.random) : state.scriptedFaults.removeFirst()
+        let context = state.context
         guard var record = state.refreshTokens[presented.value] else {
             state.ledger.append(
                 at: now, call: .refresh, family: 0, presentedGeneration: nil, outcome: .unknownToken,
-                issuedGeneration: nil)
+                issuedGeneration: nil, sentAt: sentAt, context: context)
             return .failure(.invalidGrant)
         }
         func log(_ outcome: LedgerEntry.Outcome, issued: UInt64? = nil) {
             state.ledger.append(
                 at: now, call: .refresh, family: record.family, presentedGeneration: record.generation,
-                outcome: outcome, issuedGeneration: issued)
+                outcome: outcome, issuedGeneration: issued, sentAt: sentAt, context: context)
         }
         switch fault {
         case .transientFailure?:

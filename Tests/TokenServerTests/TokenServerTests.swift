@@ -142,6 +142,82 @@ struct TokenServerTests {
         #expect(server.ledger.refreshCalls == 1)
     }
 
+    @Test("a client that hangs up while its refresh is held is a dropped connection: nothing changes")
+    func cancelledWhileHeldIsDropped() async throws {
+        let server = server()
+        let grant = try await server.signIn(alice)
+        server.gate.hold()
+        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
+            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
+                return .failure(error)
+            }
+        }
+        while server.gate.waitingCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        refresh.cancel()
+        #expect(await refresh.value == .failure(.transient))
+        server.gate.release()
+        let entry = try #require(server.ledger.entries.last)
+        #expect(entry.outcome == .dropped && !entry.isRedemption)
+        #expect(entry.presentedGeneration == grant.accessToken.generation)
+        // The refresh token was never used: it still works.
+        #expect(try await server.refresh(grant.refreshToken).accessToken.generation > grant.accessToken.generation)
+    }
+
+    @Test("a client that hangs up while the answer travels loses a rotation that happened")
+    func cancelledWhileAnsweringLosesTheGrant() async throws {
+        let server = server(.init(latency: .fixed(.milliseconds(200))))
+        let grant = try await server.signIn(alice)
+        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
+            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
+                return .failure(error)
+            }
+        }
+        while server.ledger.refreshCalls == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        refresh.cancel()
+        #expect(await refresh.value == .failure(.transient))
+        let entry = try #require(server.ledger.entries.last)
+        #expect(entry.outcome == .responseLost && entry.lostByClient && entry.isRedemption)
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await server.refresh(grant.refreshToken) }
+    }
+
+    @Test("every call carries when it was sent and answered, and what the harness was doing")
+    func ledgerStampsAndContext() async throws {
+        let server = server(.init(latency: .fixed(.milliseconds(2))))
+        server.setContext("round 7")
+        let grant = try await server.signIn(alice)
+        _ = try await server.refresh(grant.refreshToken)
+        for entry in server.ledger.entries {
+            let answered = try #require(entry.respondedAt)
+            #expect(answered - entry.sentAt >= 2_000_000)
+            #expect(entry.context == "round 7")
+        }
+        #expect(server.ledger.entries[1].sentAt >= server.ledger.entries[0].respondedAt!)
+    }
+
+    @Test("a scripted refresh answers as told, one call each, then the random model resumes")
+    func scriptedRefreshes() async throws {
+        let server = server()
+        var grant = try await server.signIn(alice)
+        server.scriptRefreshes([.transientFailure, nil, .timeout])
+        #expect(server.scriptedRefreshesLeft == 3)
+        await #expect(throws: TokenEndpointError.transient) { try await server.refresh(grant.refreshToken) }
+        grant = try await server.refresh(grant.refreshToken)
+        await #expect(throws: TokenEndpointError.timeout) { try await server.refresh(grant.refreshToken) }
+        _ = try await server.refresh(grant.refreshToken)
+        #expect(server.ledger.entries.dropFirst().map(\.outcome) == [.transientFailure, .issued, .timedOut, .issued])
+        #expect(server.scriptedRefreshesLeft == 0)
+    }
+
+    @Test("a token issued already expired is marked so in the ledger")
+    func deliveredExpired() async throws {
+        let server = TokenServer(
+            configuration: .init(tokenLifetime: .milliseconds(1), latency: .fixed(.milliseconds(20))), clock: .system)
+        let grant = try await server.signIn(alice)
+        _ = try await server.refresh(grant.refreshToken)
+        let entry = try #require(server.ledger.entries.last)
+        #expect(entry.deliveredExpired && !entry.deliveredGrant && entry.isPassingFailure)
+    }
+
     @Test func secretsNeverReachDescriptions() async throws {
         let server = server()
         let grant = try await server.signIn(alice)
