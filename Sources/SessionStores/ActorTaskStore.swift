@@ -17,7 +17,10 @@ import SessionContract
 ///   sign-out or their own cancellation; a hung token server hangs them all. There is no
 ///   synchronous read.
 public actor ActorTaskStore: SessionStore {
-    private typealias RefreshTask = Task<Result<TokenGrant, TokenEndpointError>, Never>
+    /// The server's answer, and whether its token was still fresh when it arrived: decided
+    /// once, inside the task, so every waiter of one refresh gets the same outcome whatever
+    /// instant it wakes at.
+    private typealias RefreshTask = Task<(result: Result<TokenGrant, TokenEndpointError>, freshOnArrival: Bool), Never>
 
     private let endpoint: any TokenEndpoint
     private let clock: TokenClock
@@ -83,12 +86,16 @@ public actor ActorTaskStore: SessionStore {
         if let inFlight {
             task = inFlight
         } else {
-            let endpoint = self.endpoint
-            task = Task { await endpoint.refreshResult(refreshToken) }
+            let endpoint = self.endpoint, clock = self.clock
+            task = Task {
+                let result = await endpoint.refreshResult(refreshToken)
+                let fresh = (try? result.get()).map { $0.accessToken.isFresh(at: clock.now()) } ?? false
+                return (result, fresh)
+            }
             inFlight = task
         }
         let callerEpoch = epoch
-        let result = await task.value
+        let (result, freshOnArrival) = await task.value
         // Re-entered: the world may have moved on while we waited.
         guard callerEpoch == epoch else { throw .signedOut }
         if inFlight == task {
@@ -101,7 +108,7 @@ public actor ActorTaskStore: SessionStore {
             }
         }
         switch result {
-        case .success(let newGrant) where newGrant.accessToken.isFresh(at: clock.now()):
+        case .success(let newGrant) where freshOnArrival:
             return newGrant.accessToken
         case .success, .failure(.transient), .failure(.timeout):
             throw .refreshFailed

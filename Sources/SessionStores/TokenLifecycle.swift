@@ -158,10 +158,11 @@ public struct TokenLifecycle<Waiter> {
         case .success(let newGrant) where newGrant.accessToken.isFresh(at: now):
             state = .active(grant: newGrant, refresh: nil)
             return (waiters, .success(newGrant.accessToken))
-        case .success:
-            // Issued already expired (a lifetime shorter than the trip): keep the session,
-            // fail this round; the next call refreshes again.
-            state = .active(grant: grant, refresh: nil)
+        case .success(let newGrant):
+            // Issued already expired (a lifetime shorter than the trip): fail this round, but
+            // keep the *rotated* grant. The old refresh token is used now; presenting it again
+            // would be reuse, and the server would revoke the session.
+            state = .active(grant: newGrant, refresh: nil)
             return (waiters, .failure(.refreshFailed))
         case .failure(.invalidGrant), .failure(.invalidCredentials):
             state = .revoked

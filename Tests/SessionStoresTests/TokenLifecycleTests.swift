@@ -127,6 +127,18 @@ struct TokenLifecycleTests {
         #expect(request(lifecycle.acquire(3, id: 3, now: late, isCancelled: false)) != nil, "the next call may refresh")
     }
 
+    @Test("a grant that arrives already expired fails the round but keeps the rotated refresh token")
+    func expiredOnArrivalKeepsTheRotation() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        // Issued with a lifetime shorter than the trip: expired by the time it lands.
+        let (_, outcome) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2, expiresIn: 90)), now: late)
+        #expect(outcome.error == .refreshFailed)
+        let next = try #require(request(lifecycle.acquire(2, id: 2, now: late, isCancelled: false)))
+        #expect(next.refreshToken == RefreshToken("r2"), "the used refresh token r1 would be a reuse")
+    }
+
     @Test func invalidGrantRevokes() throws {
         var lifecycle = signedIn()
         let late = start + .seconds(95)
