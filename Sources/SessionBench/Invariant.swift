@@ -11,6 +11,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
     case noCrossUserLeak = 9
     case failureSharedNotSticky = 10
     case cancellationIsolated = 11
+    case served = 12
+    case sessionKept = 13
 
     public var name: String {
         switch self {
@@ -19,12 +21,14 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .noHang: "no-hang"
         case .fresh: "fresh"
         case .monotonic: "monotonic"
-        case .staleRejectionDoesNotRefresh: "stale-401-no-refresh"
+        case .staleRejectionDoesNotRefresh: "401-refreshes-current-only"
         case .noReuse: "no-reuse"
         case .signOutFence: "sign-out-fence"
         case .noCrossUserLeak: "no-cross-user-leak"
         case .failureSharedNotSticky: "failure-shared-not-sticky"
         case .cancellationIsolated: "cancellation-isolated"
+        case .served: "served"
+        case .sessionKept: "session-kept"
         }
     }
 

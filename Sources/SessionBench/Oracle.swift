@@ -32,23 +32,84 @@ public final class Oracle: Sendable {
         found.withLock { $0.values.sorted { $0.invariant.rawValue < $1.invariant.rawValue } }
     }
 
+    /// Records a judge's finding.
+    func report(_ finding: OutcomeJudge.Finding) {
+        report(finding.invariant, finding.summary, trace: finding.trace)
+    }
+
     // MARK: Checks over the server's ledger
 
-    /// I1 and I7: no generation redeemed twice, no reuse seen by the server.
-    public func checkLedger(_ ledger: Ledger, since start: Int = 0, context: String) {
-        let entries = Array(ledger.entries.dropFirst(start))
-        let window = Ledger.window(entries)
-        for (generation, count) in window.repeatedRedemptions.sorted(by: { $0.key < $1.key }) {
-            report(
-                .singleFlight, "\(count) refresh calls redeemed generation \(generation)'s refresh token (\(context))",
-                trace: entries.filter { $0.presentedGeneration == generation }.prefix(4).map(Self.describe))
+    /// I1, I7 and I11 over every refresh the server saw, in any scenario:
+    /// - two refresh calls of one session in flight at once (I1);
+    /// - a refresh token presented again after the client had received the grant it bought
+    ///   (I1, and I7 when the server saw the reuse). A retry after an answer lost on the way
+    ///   (an injected fault) is the only way a correct client can present a used token, and
+    ///   is not counted;
+    /// - any other reuse the server saw (I7).
+    ///
+    /// A refresh call the store cancelled itself (a dropped connection) is no violation on its
+    /// own — cancelling a refresh nobody waits for any more is a fair design — but a caller
+    /// that was not cancelled and failed with it is (the judge's I11), and so is a reuse of the
+    /// token whose answer the store hung up on (I1, I7).
+    ///
+    /// `observed` tells whether any caller was handed a generation, for traces that point
+    /// from a reuse back to the refresh whose result the store dropped.
+    func auditLedger(_ entries: [LedgerEntry], observed: (UInt64) -> Bool) {
+        let refreshes = entries.filter { $0.call == .refresh }
+        // Concurrent refreshes of one session.
+        var byFamily: [UInt64: [LedgerEntry]] = [:]
+        for entry in refreshes where entry.family != 0 { byFamily[entry.family, default: []].append(entry) }
+        for family in byFamily.keys.sorted() {
+            let calls = byFamily[family]!.sorted { $0.sentAt < $1.sentAt }
+            var open: LedgerEntry?
+            for call in calls {
+                if let earlier = open, call.sentAt < (earlier.respondedAt ?? .max) {
+                    report(
+                        .singleFlight, "two refresh calls of one session were in flight at once (family \(family))",
+                        trace: [Self.describe(earlier), Self.describe(call)])
+                }
+                if (call.respondedAt ?? .max) > (open?.respondedAt ?? .min) { open = call }
+            }
         }
-        if window.reuseCount > 0 {
-            report(
-                .noReuse, "the server saw a used refresh token \(window.reuseCount) time(s) (\(context))",
-                trace: entries.filter { $0.outcome == .reuseDetected || $0.outcome == .reuseAccepted || $0.outcome == .familyRevoked }
-                    .prefix(4).map(Self.describe))
+        // The same refresh token redeemed twice.
+        var redemptions: [UInt64: [LedgerEntry]] = [:]
+        for entry in refreshes where entry.isRedemption {
+            if let generation = entry.presentedGeneration { redemptions[generation, default: []].append(entry) }
         }
+        var excused: Set<Int> = []
+        for generation in redemptions.keys.sorted() {
+            let calls = redemptions[generation]!
+            for (position, call) in calls.enumerated() where position > 0 {
+                let earlier = calls[..<position]
+                // Only lost answers before it, lost in the network: the client never had the new token.
+                if earlier.allSatisfy({ $0.outcome == .responseLost && !$0.lostByClient }) {
+                    excused.insert(call.index)
+                    continue
+                }
+                let first = earlier.first { $0.outcome != .responseLost || $0.lostByClient } ?? earlier[earlier.startIndex]
+                report(
+                    .singleFlight,
+                    "generation \(generation)'s refresh token was redeemed again after the client had the grant it bought",
+                    trace: [Self.describe(first) + Self.fate(of: first, observed: observed), Self.describe(call)])
+            }
+        }
+        let reuses = refreshes.filter { ($0.outcome == .reuseDetected || $0.outcome == .reuseAccepted) && !excused.contains($0.index) }
+        if let reuse = reuses.first {
+            let earlier = redemptions[reuse.presentedGeneration ?? 0]?.first { $0.index < reuse.index }
+            report(
+                .noReuse, "the server saw a used refresh token \(reuses.count) time(s)",
+                trace: (earlier.map { ["first redeemed by " + Self.describe($0) + Self.fate(of: $0, observed: observed)] } ?? [])
+                    + reuses.prefix(3).map { "reused by " + Self.describe($0) })
+        }
+    }
+
+    /// What became of a redemption's grant, for traces that explain a later reuse.
+    static func fate(of entry: LedgerEntry, observed: (UInt64) -> Bool) -> String {
+        guard let issued = entry.issuedGeneration else { return "" }
+        if entry.outcome == .responseLost { return entry.lostByClient ? " (the client hung up before the answer arrived)" : "" }
+        return observed(issued)
+            ? " (generation \(issued) was handed to callers)"
+            : " (generation \(issued) was never handed to any caller: the store dropped the grant, refresh token included)"
     }
 
     static func describe(_ entry: LedgerEntry) -> String {
@@ -56,6 +117,10 @@ public final class Oracle: Sendable {
         if let presented = entry.presentedGeneration { line += " presenting generation \(presented)" }
         line += ": \(entry.outcome.rawValue)"
         if let issued = entry.issuedGeneration { line += " → generation \(issued)" }
+        if entry.deliveredExpired { line += " (already expired on arrival)" }
+        if entry.lostByClient { line += " (client hung up)" }
+        if entry.respondedAt == nil { line += ", still unanswered" }
+        if !entry.context.isEmpty { line += " [\(entry.context)]" }
         return line
     }
 }

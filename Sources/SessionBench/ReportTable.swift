@@ -18,13 +18,14 @@ extension ResultsReport {
         }
     }
 
-    static func verdictText(_ result: ScenarioResult) -> String {
+    public static func verdictText(_ result: ScenarioResult) -> String {
         switch result.verdict {
         case .pass: "pass"
         case .violated: "FAIL " + result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
         case .hung: "HUNG"
         case .crashed: "CRASHED"
         case .error: "ERROR"
+        case .notRun: "NOT RUN"
         }
     }
 
@@ -78,6 +79,7 @@ extension ResultsReport {
                 lines.append(
                     "\(head): hung — \(hang.stuckCallers) of \(hang.ofCallers) callers stuck in \(hang.operation.rawValue) "
                         + "for over \(String(format: "%.1f", hang.waitedSeconds))s (\(hang.phase))")
+                if let detail = hang.detail { lines.append(indent + detail) }
             }
             if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }
         }

@@ -1,126 +1,192 @@
 import SessionContract
+import Synchronization
 import TokenServer
 
-/// Launching callers, holding their refresh, and waiting for them under the watchdog.
+/// Launching callers in waves, waiting for them under the watchdog, and recording what they got.
 extension RoundState {
-    typealias Body = @Sendable (any SessionStore, Int) async throws(SessionError) -> AccessToken
+    typealias Body = @Sendable (any SessionStore, Int, Int) async throws(SessionError) -> AccessToken
 
-    struct Launched {
-        let latch: CompletionLatch<RoundDriver.Call>
+    /// Callers started together: caller `i` works on account `i % accounts`.
+    struct Wave {
+        let latch: CompletionLatch<ObservedCall>
         let tasks: [Task<Void, Never>]
-        let count: Int
+        let callers: Range<Int>
         let kind: OperationKind
+        let phase: String
         let cancel: Set<Int>
-        let arrivalsBefore: Int
+
+        var count: Int { callers.count }
     }
 
-    /// Starts `count` callers, caller `i` on account `i % accounts`, released together.
-    /// Holds the server's refreshes first, so the storm builds up behind one.
-    func launch(_ count: Int, kind: OperationKind, cancel: Set<Int>, hold: Bool = true, call: @escaping Body) -> Launched {
-        let arrivalsBefore = server.gate.arrivals
-        if hold { server.gate.hold() }
-        let line = StartLine(count: count)
-        let latch = CompletionLatch<RoundDriver.Call>(expected: count)
+    /// Starts the callers in `callers`, released together from one start line. `body` gets
+    /// the store, the account and the caller's index.
+    func launch(
+        _ callers: Range<Int>, kind: OperationKind, kindOf: (@Sendable (Int) -> OperationKind)? = nil, phase: String,
+        cancel: Set<Int> = [], body: @escaping Body
+    ) -> Wave {
+        let line = StartLine(count: callers.count)
+        let latch = CompletionLatch<ObservedCall>(expected: callers.count)
         let stores = self.stores, subjects = self.subjects, time = self.time
-        let tasks = (0..<count).map { caller in
+        let tasks = callers.map { caller in
             Task {
                 let account = caller % stores.count
                 await line.arriveAndWait()
                 latch.enter()
                 let startedAt = time.now
-                let t0 = TokenClock.system.now().nanoseconds
+                let t0 = TokenServer.realNanoseconds()
                 let result: Result<AccessToken, SessionError>
-                do throws(SessionError) { result = .success(try await call(stores[account], account)) } catch {
+                do throws(SessionError) { result = .success(try await body(stores[account], account, caller)) } catch {
                     result = .failure(error)
                 }
-                let t1 = TokenClock.system.now().nanoseconds
+                let t1 = TokenServer.realNanoseconds()
                 latch.finish(
-                    RoundDriver.Call(
-                        caller: caller, account: account, kind: kind, startedAt: startedAt, nanoseconds: t1 - t0,
-                        outcome: result.map { Self.issued($0, subjects: subjects) }, wasCancelled: cancel.contains(caller)))
+                    ObservedCall(
+                        caller: caller, account: account, kind: kindOf?(caller) ?? kind, phase: phase, startedAt: startedAt,
+                        startedNanos: t0,
+                        endedNanos: t1, outcome: result.map { ObservedCall.issued($0, subjects: subjects) },
+                        wasCancelled: cancel.contains(caller)))
             }
         }
-        return Launched(latch: latch, tasks: tasks, count: count, kind: kind, cancel: cancel, arrivalsBefore: arrivalsBefore)
+        return Wave(latch: latch, tasks: tasks, callers: callers, kind: kind, phase: phase, cancel: cancel)
     }
 
-    static func issued(_ token: AccessToken, subjects: [[Subject]]) -> RoundDriver.Issued {
-        for (account, pair) in subjects.enumerated() {
-            if let slot = pair.firstIndex(of: token.subject) {
-                return .init(generation: token.generation, account: account, subjectSlot: slot, expiresAt: token.expiresAt)
-            }
-        }
-        return .init(generation: token.generation, account: nil, subjectSlot: nil, expiresAt: token.expiresAt)
+    /// Holds the server's refreshes, starts `callers`, and waits until they are all in, the
+    /// refreshes they started (one per account, if they start any) are held at the server,
+    /// and the callers have settled. `nil` (and a hang) when they could not start.
+    mutating func heldWave(
+        _ callers: Range<Int>, kind: OperationKind, kindOf: (@Sendable (Int) -> OperationKind)? = nil, phase: String,
+        cancel: Set<Int> = [], expectedRefreshes: Int? = nil, body: @escaping Body
+    ) async -> Wave? {
+        server.gate.hold()
+        let arrivals = server.gate.arrivals
+        let wave = launch(callers, kind: kind, kindOf: kindOf, phase: phase, cancel: cancel, body: body)
+        guard await entered(wave) else { return nil }
+        await refreshesReachGate(expectedRefreshes ?? stores.count, since: arrivals)
+        await settle()
+        return wave
     }
 
-    /// Waits until every caller is in and the expected refreshes reached the server, lets
-    /// stragglers park, then cancels the chosen callers. `false` (and a hang) on timeout.
-    mutating func waitForStorm(_ launched: Launched, expectedRefreshes: Int, phase: String) async -> Bool {
-        let entered = await launched.latch.waitForEntry(until: .now + runner.hangTimeout)
+    /// Waits until every caller of `wave` is about to call the store; a hang otherwise.
+    mutating func entered(_ wave: Wave) async -> Bool {
+        guard wave.count > 0 else { return true }
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        expectBack(by: deadline, wave, phase: "\(wave.phase): start")
+        let entered = await wave.latch.waitForEntry(until: deadline)
+        driver.watch?.back()
         guard entered else {
             server.gate.release()
             outcome.hang = .init(
-                stuckCallers: launched.count - launched.latch.enteredCount, ofCallers: launched.count,
-                operation: launched.kind, waitedSeconds: runner.hangTimeout.seconds, phase: "\(phase): start")
+                stuckCallers: wave.count - wave.latch.enteredCount, ofCallers: wave.count, operation: wave.kind,
+                waitedSeconds: runner.hangTimeout.seconds, phase: "\(wave.phase): start",
+                detail: "callers could not even start: the cooperative pool is busy or blocked")
             return false
-        }
-        if expectedRefreshes > 0 {
-            // A store that never refreshes is not waited for long: its callers are checked anyway.
-            let gate = server.gate
-            _ = await CompletionLatch<Int>.poll(until: .now + .milliseconds(200)) {
-                gate.arrivals >= launched.arrivalsBefore + expectedRefreshes
-            }
-        }
-        try? await Task.sleep(for: runner.settle)
-        if !launched.cancel.isEmpty {
-            for caller in launched.cancel { launched.tasks[caller].cancel() }
-            try? await Task.sleep(for: runner.settle)
         }
         return true
     }
 
-    /// Releases the held refresh and collects every caller, or records a hang.
-    mutating func finish(_ launched: Launched, phase: String) async -> [RoundDriver.Call]? {
-        server.gate.release()
-        let started = ContinuousClock.now
-        guard let calls = await launched.latch.wait(until: started + runner.hangTimeout) else {
+    /// Gives the held refreshes a moment to reach the gate: `expected` arrivals beyond
+    /// `arrivalsBefore`. A store that does not refresh is not waited for: once the process has
+    /// stopped using CPU, nothing more is on its way.
+    mutating func refreshesReachGate(_ expected: Int, since arrivalsBefore: Int) async {
+        let gate = server.gate
+        let deadline = ContinuousClock.now + .milliseconds(200)
+        var cpu = ResourceUsage.cpuSeconds
+        var idle = 0
+        while gate.arrivals < arrivalsBefore + expected, ContinuousClock.now < deadline {
+            await pause(.microseconds(500))
+            let now = ResourceUsage.cpuSeconds
+            idle = now - cpu < 0.000_1 ? idle + 1 : 0
+            cpu = now
+            if idle >= 4 { return }  // 2 ms with the process at rest
+        }
+    }
+
+    /// Lets the callers that are in reach the point where they wait: until this process
+    /// stops using CPU (every caller parked, the machine quiet), a short bounded while.
+    mutating func settle() async {
+        await pause(runner.settle)
+        let deadline = ContinuousClock.now + .milliseconds(25)
+        var before = ResourceUsage.cpuSeconds
+        while ContinuousClock.now < deadline {
+            await pause(.microseconds(500))
+            let now = ResourceUsage.cpuSeconds
+            if now - before < 0.000_1 { return }  // under 0.1 ms of CPU in 0.5 ms: parked
+            before = now
+        }
+    }
+
+    /// Sleeps for `duration`, with the watchdog told when to expect the coordinator back.
+    mutating func pause(_ duration: Duration) async {
+        let phase = server.ledger.entries.last?.context ?? ""
+        driver.watch?.expectBack(by: .now + duration) {
+            Starvation(
+                phase: phase, stuckCallers: 0, ofCallers: 0, operation: .refreshWait,
+                detail: "the harness could not run at all: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)")
+        }
+        try? await Task.sleep(for: duration)
+        driver.watch?.back()
+    }
+
+    /// Collects every caller of `waves` (releasing nothing), or records a hang.
+    mutating func collect(_ waves: [Wave], phase: String) async -> [ObservedCall]? {
+        var calls: [ObservedCall] = []
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        for wave in waves where wave.count > 0 {
+            expectBack(by: deadline, wave, phase: phase)
+            let results = await wave.latch.wait(until: deadline)
+            driver.watch?.back()
+            if let results {
+                calls += results
+                continue
+            }
+            // The deadline passed; a caller finishing at that very moment is not a hang.
+            let late = wave.latch.partialResults
+            if late.count == wave.count {
+                calls += late
+                continue
+            }
             outcome.hang = .init(
-                stuckCallers: launched.count - launched.latch.finishedCount, ofCallers: launched.count,
-                operation: launched.kind, waitedSeconds: runner.hangTimeout.seconds, phase: phase)
+                stuckCallers: wave.count - late.count, ofCallers: wave.count, operation: wave.kind,
+                waitedSeconds: runner.hangTimeout.seconds, phase: wave.phase, detail: refreshStatus())
+            server.gate.release()
             return nil
         }
         return calls
     }
 
-    /// Launch, hold, release, collect and record in one go.
-    mutating func callers(
-        _ count: Int, kind: OperationKind, phase: String, expectedRefreshes: Int, cancel: Set<Int>, call: @escaping Body
-    ) async -> [RoundDriver.Call]? {
-        let launched = launch(count, kind: kind, cancel: cancel, hold: expectedRefreshes > 0, call: call)
-        if expectedRefreshes > 0 {
-            guard await waitForStorm(launched, expectedRefreshes: expectedRefreshes, phase: phase) else { return nil }
+    /// Tells the watchdog when the coordinator expects to be back from waiting on `wave`.
+    func expectBack(by deadline: ContinuousClock.Instant, _ wave: Wave, phase: String) {
+        guard let watch = driver.watch else { return }
+        let latch = wave.latch, kind = wave.kind, server = self.server
+        let ledgerStart = max(0, server.ledger.entries.count - 8)
+        watch.expectBack(by: deadline) {
+            Starvation(
+                phase: phase, stuckCallers: latch.expectedCount - latch.finishedCount, ofCallers: latch.expectedCount,
+                operation: kind,
+                detail: "the harness could not run after the deadline: every thread of the cooperative pool is blocked "
+                    + "(a lock or semaphore held across an await?); "
+                    + Self.refreshStatus(server: server, since: ledgerStart))
         }
-        guard let calls = await finish(launched, phase: phase) else { return nil }
-        record(calls)
-        return calls
     }
 
-    /// Latency, operation counts, and the per-call invariants (fresh, monotonic).
-    mutating func record(_ calls: [RoundDriver.Call]) {
-        for call in calls {
-            outcome.operations += 1
-            outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
-            guard case .success(let issued) = call.outcome else { continue }
-            if issued.expiresAt <= call.startedAt {
-                oracle.report(
-                    .fresh, "caller \(call.caller) got generation \(issued.generation), already expired when it asked")
-            }
-            let seen = lastSeen[call.caller, default: 0]
-            if issued.generation < seen {
-                oracle.report(
-                    .monotonic, "caller \(call.caller) got generation \(issued.generation) after it had seen \(seen)")
-            }
-            lastSeen[call.caller] = max(seen, issued.generation)
+    /// What the server saw of the latest refreshes, for a hang report.
+    func refreshStatus() -> String {
+        Self.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8))
+    }
+
+    static func refreshStatus(server: TokenServer, since start: Int) -> String {
+        let refreshes = server.ledger.entries.dropFirst(start).filter { $0.call == .refresh }
+        let held = server.gate.waitingCount
+        guard let last = refreshes.last else {
+            return held > 0
+                ? "\(held) refresh call(s) still held at the server" : "no refresh call reached the server in this phase"
         }
+        var status = "the latest refresh was " + Oracle.describe(last)
+        if let responded = last.respondedAt {
+            let ago = Double(TokenServer.realNanoseconds() - responded) / 1e9
+            status += String(format: ", answered %.2fs before the report: the store never resumed its callers", ago)
+        }
+        return status
     }
 
     /// Runs one call of the coordinator's own under the watchdog: a store that never
@@ -133,60 +199,109 @@ extension RoundState {
             latch.enter()
             latch.finish(await body())
         }
-        guard let value = await latch.wait(until: .now + runner.hangTimeout)?.first else {
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        if let watch = driver.watch {
+            let server = self.server
+            watch.expectBack(by: deadline) {
+                Starvation(
+                    phase: phase, stuckCallers: 1, ofCallers: 1, operation: operation,
+                    detail: "the harness could not run: every thread of the cooperative pool is blocked; "
+                        + Self.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
+            }
+        }
+        let value = await latch.wait(until: deadline)?.first ?? latch.partialResults.first
+        driver.watch?.back()
+        guard let value else {
             outcome.hang = .init(
                 stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.seconds,
-                phase: phase)
+                phase: phase, detail: refreshStatus())
             return nil
         }
         return value
     }
 
-    /// Signs `account` in as its user in `slot` (0 or 1), timing it. Throws the sign-in's
-    /// error; returns `false` if the store hung.
-    mutating func signIn(_ account: Int, slot: Int, fetchToken: Bool = true) async throws(SessionError) -> Bool {
-        let store = stores[account], credentials = Credentials(subject: subjects[account][slot])
-        let t0 = TokenClock.system.now().nanoseconds
-        let result = await watched(.signIn, phase: "sign-in") { () async -> Result<Void, SessionError> in
-            do throws(SessionError) { return .success(try await store.signIn(credentials)) } catch { return .failure(error) }
-        }
-        guard let result else { return false }
-        try result.get()
-        outcome.latencies.record(.signIn, nanoseconds: TokenClock.system.now().nanoseconds - t0)
-        outcome.operations += 1
-        signedInSlot[account] = slot
-        previousToken[account] = nil
+    // MARK: Recording
+
+    /// Latency and counts of served calls, and the checks every call gets: fresh (I4),
+    /// monotonic across every caller of the account (I5), and the judge (I8–I13).
+    mutating func record(_ calls: [ObservedCall]) {
         scanLedger()
-        if fetchToken { return await refreshCurrentToken(account) }
-        return true
-    }
-
-    /// Notes the store's current token (no refresh expected: it was just issued or refreshed).
-    mutating func refreshCurrentToken(_ account: Int) async -> Bool {
-        let store = stores[account]
-        let token = await watched(.read, phase: "reading the current token") { try? await store.validToken() }
-        guard let token else { return false }
-        if let token, token.generation != currentToken[account]?.generation {
-            previousToken[account] = currentToken[account]
+        let judge = OutcomeJudge(
+            entries: server.ledger.entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration,
+            events: events)
+        let watermark = Watermark(history + calls)
+        for call in calls {
+            if let finding = judge.judge(call) { oracle.report(finding) }
+            guard case .success(let issued) = call.outcome else {
+                outcome.failedCalls += 1
+                continue
+            }
+            outcome.operations += 1
+            outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
+            observedGenerations.insert(issued.generation)
+            if issued.expiresAt <= call.startedAt {
+                oracle.report(
+                    .fresh, "\(call.phase): caller \(call.caller) got generation \(issued.generation), already expired when it asked",
+                    trace: [
+                        "the token expired at \(issued.expiresAt.nanoseconds)ns on the store's clock; the call started at \(call.startedAt.nanoseconds)ns"
+                    ] + (server.ledger.entries.first { $0.issuedGeneration == issued.generation }.map { ["issued by " + Oracle.describe($0)] } ?? []))
+            }
+            if let (seen, by) = watermark.highest(account: call.account, endedBefore: call.startedNanos),
+                issued.generation < seen.generation
+            {
+                oracle.report(
+                    .monotonic,
+                    "\(call.phase): caller \(call.caller) got generation \(issued.generation) after generation \(seen.generation) had been handed out",
+                    trace: [
+                        "\(by.phase): caller \(by.caller) got generation \(seen.generation) and returned before the later call started",
+                        "\(call.phase): caller \(call.caller) then got the older generation \(issued.generation)",
+                    ])
+            }
         }
-        currentToken[account] = token ?? currentToken[account]
-        return true
+        history += calls
     }
 
-    /// Learns which family every newly issued generation belongs to.
-    mutating func scanLedger() {
-        let entries = server.ledger.entries
-        for entry in entries.dropFirst(ledgerScanned) {
-            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
-        }
-        ledgerScanned = entries.count
-    }
-
-    /// The callers to cancel this round, drawn from the scenario's seed.
-    mutating func chooseCancelled(_ count: Int) -> Set<Int> {
-        let wanted = Int(Double(count) * scenario.cancelFraction)
+    /// The callers to cancel among `callers`, drawn from the scenario's seed.
+    mutating func chooseCancelled(_ callers: Range<Int>, fraction: Double) -> Set<Int> {
+        let wanted = min(callers.count, Int(Double(callers.count) * fraction))
         var chosen = Set<Int>()
-        while chosen.count < wanted { chosen.insert(Int(random.next() % UInt64(count))) }
+        while chosen.count < wanted { chosen.insert(callers.lowerBound + Int(random.next() % UInt64(callers.count))) }
         return chosen
+    }
+}
+
+/// The highest generation handed out by calls that had returned by a given instant, per account.
+struct Watermark {
+    private var ends: [Int: [(end: Int64, generation: UInt64, call: Int)]] = [:]
+    private var calls: [ObservedCall]
+
+    init(_ calls: [ObservedCall]) {
+        self.calls = calls
+        var byAccount: [Int: [(end: Int64, generation: UInt64, call: Int)]] = [:]
+        for (index, call) in calls.enumerated() {
+            guard let issued = call.token else { continue }
+            byAccount[call.account, default: []].append((call.endedNanos, issued.generation, index))
+        }
+        for (account, list) in byAccount {
+            var sorted = list.sorted { $0.end < $1.end }
+            // Running maximum, so a binary search answers "highest before".
+            for index in sorted.indices.dropFirst() where sorted[index].generation < sorted[index - 1].generation {
+                sorted[index] = (sorted[index].end, sorted[index - 1].generation, sorted[index - 1].call)
+            }
+            ends[account] = sorted
+        }
+    }
+
+    func highest(account: Int, endedBefore instant: Int64) -> (ObservedCall.Issued, ObservedCall)? {
+        guard let list = ends[account], !list.isEmpty else { return nil }
+        var low = 0, high = list.count
+        while low < high {
+            let mid = (low + high) / 2
+            if list[mid].end < instant { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let entry = list[low - 1]
+        let call = calls[entry.call]
+        return call.token.map { ($0, call) }
     }
 }

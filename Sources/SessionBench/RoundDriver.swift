@@ -2,46 +2,17 @@ import SessionContract
 import TokenServer
 
 /// Runs a scenario as synchronized rounds: each round sets up one event (an expiry, a 401,
-/// a sign-out, a user switch), holds the server's refresh while every caller piles in, then
-/// lets it go and checks what each caller got. Time is a ``ManualTime``, so an expiry hits
-/// every caller at once and the schedule is the same for every store.
+/// a sign-out, a user switch), holds the server's refresh while callers pile in (some before
+/// the refresh is sent, some while it is in flight, some as it lands), then checks what each
+/// caller got. Time is a ``ManualTime``, so an expiry hits every caller at once and the
+/// schedule is the same for every store. Faults and cancellations follow a seeded schedule
+/// in which every fault class the scenario is about occurs in every run.
 struct RoundDriver {
     let runner: ScenarioRunner
     let descriptor: StoreDescriptor
     let scenario: Scenario
     let oracle: Oracle
-
-    /// What one caller observed. No token values: generation, whose token, expiry.
-    struct Call: Sendable {
-        let caller: Int
-        let account: Int
-        let kind: OperationKind
-        let startedAt: TokenInstant
-        let nanoseconds: Int64
-        let outcome: Result<Issued, SessionError>
-        let wasCancelled: Bool
-    }
-
-    struct Issued: Sendable, Hashable {
-        let generation: UInt64
-        /// Index of the account whose subject the token carries; `nil` if none of ours.
-        let account: Int?
-        let subjectSlot: Int?
-        let expiresAt: TokenInstant
-    }
-
-    /// An outcome with the details that must agree between waiters of one refresh.
-    enum Shared: Hashable, CustomStringConvertible {
-        case token(UInt64)
-        case error(SessionError)
-
-        var description: String {
-            switch self {
-            case .token(let generation): "generation \(generation)"
-            case .error(let error): "\(error)"
-            }
-        }
-    }
+    let watch: StarvationWatch?
 
     /// Allocations are not counted here: each round's callers are tasks the harness creates,
     /// and their cost cannot be told apart from the store's. Steady scenarios count them.
@@ -60,7 +31,7 @@ struct RoundDriver {
             guard await state.play(round: round) else { break }
         }
         state.outcome.seconds = (ContinuousClock.now - start).seconds
-        state.outcome.refreshCalls = state.server.ledger.refreshCalls
+        state.finish()
         return state.outcome
     }
 }
@@ -75,15 +46,19 @@ struct RoundState {
     let subjects: [[Subject]]
     var signedInSlot: [Int]
     var outcome = DriverOutcome()
-    /// Last generation each caller index saw, for the monotonic check.
-    var lastSeen: [Int: UInt64] = [:]
-    /// Families whose session ended (sign-out or switch), by account.
-    var endedFamilies: Set<UInt64> = []
+    /// Every call observed so far, for the checks that look back (monotonic, fence).
+    var history: [ObservedCall] = []
+    /// Sign-ins and sign-outs the harness made, by account.
+    var events: [SessionEvent] = []
+    var accountOfFamily: [UInt64: Int] = [:]
     var familyOfGeneration: [UInt64: UInt64] = [:]
+    var observedGenerations: Set<UInt64> = []
     var currentToken: [AccessToken?]
     var previousToken: [AccessToken?]
     var ledgerScanned = 0
     var random: SeededRandom
+    /// Flaky rounds: which fault each round gets, drawn once from the seed.
+    let faultPlan: [RoundFault]
     /// Reads live heap bytes, for the scale storm's memory per waiter.
     var memory: AllocationCounter?
 
@@ -94,10 +69,16 @@ struct RoundState {
     init(driver: RoundDriver) {
         self.driver = driver
         let scenario = driver.scenario
+        var random = SeededRandom(seed: scenario.seed ^ 0x5EED)
+        // Flaky rounds script their faults, so none is left to chance; other scenarios keep
+        // the server's random faults, if any were asked for.
+        let scripted = scenario.kind == .flakyServer
+        faultPlan = scripted ? RoundFault.plan(rounds: scenario.rounds, faults: scenario.faults, random: &random) : []
+        var faults = scenario.faults
+        if scripted { faults = FaultModel(timeoutAfter: scenario.faults.timeoutAfter) }
         let server = TokenServer(
             configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: scenario.faults,
-                seed: scenario.seed),
+                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: faults, seed: scenario.seed),
             clock: .manual(time))
         self.server = server
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
@@ -107,201 +88,149 @@ struct RoundState {
         signedInSlot = Array(repeating: 0, count: scenario.accounts)
         currentToken = Array(repeating: nil, count: scenario.accounts)
         previousToken = currentToken
-        random = SeededRandom(seed: scenario.seed ^ 0x5EED)
+        self.random = random
     }
 
     mutating func setUp() async throws(SessionError) {
+        server.setContext("sign-in before the run")
         for account in stores.indices {
             guard try await signIn(account, slot: 0) else { throw .signInFailed }
         }
+    }
+
+    /// Checks over the whole run: every refresh the server saw.
+    mutating func finish() {
+        scanLedger()
+        outcome.refreshCalls = server.ledger.refreshCalls
+        let observed = observedGenerations
+        oracle.auditLedger(server.ledger.entries) { observed.contains($0) }
     }
 
     // MARK: One round
 
     /// Plays one round; `false` when the store hung and the run must stop.
     mutating func play(round: Int) async -> Bool {
+        server.setContext("round \(round)")
         switch scenario.kind {
         case .steadyReads:
             preconditionFailure("steady-reads is not round-based")
-        case .expiryStorm, .flakyServer, .cancellationStorm, .family:
+        case .expiryStorm, .family:
             time.advance(by: scenario.tokenLifetime)
-            return await storm(round: round, kind: .refreshWait)
+            return await staggeredStorm(round: round, rejecting: false, racing: false)
+        case .flakyServer:
+            return await flakyRound(round: round, fault: faultPlan[round % max(faultPlan.count, 1)])
+        case .cancellationStorm:
+            return await cancellationRound(round: round)
         case .scaleStorm:
             await measureCallerFootprint()
             time.advance(by: scenario.tokenLifetime)
-            return await storm(round: round, kind: .refreshWait, measuringMemory: true)
+            return await scaleStorm(round: round)
         case .rejectionStorm:
             return await rejectionRound(round: round)
         case .signOutRace:
-            return await fenceRound(round: round, switchUser: false)
+            return round % 2 == 0
+                ? await inFlightFenceRound(round: round, switchUser: false)
+                : await cachedFenceRound(round: round, switchUser: false)
         case .userSwitch:
-            return await fenceRound(round: round, switchUser: true)
+            return round % 2 == 0
+                ? await inFlightFenceRound(round: round, switchUser: true)
+                : await cachedFenceRound(round: round, switchUser: true)
         }
     }
 
-    /// Every caller asks at once while the refresh is held; checks they shared it.
-    mutating func storm(round: Int, kind: OperationKind, measuringMemory: Bool = false) async -> Bool {
-        let ledgerStart = server.ledger.entries.count
-        let tasks = scenario.tasks
-        let cancelled = chooseCancelled(tasks)
-        let rejected = currentToken
-        let liveBefore = measuringMemory ? memory?.liveBytes() : nil
-        let launched = launch(tasks, kind: kind, cancel: cancelled) { store, account throws(SessionError) in
-            if kind == .rejection, let token = rejected[account] {
-                return try await store.tokenRejected(token)
-            }
-            return try await store.validToken()
+    // MARK: The coordinator's own calls
+
+    /// Signs `account` in as its user in `slot` (0 or 1), timing it. Throws the sign-in's
+    /// error; returns `false` if the store hung.
+    mutating func signIn(_ account: Int, slot: Int, fetchToken: Bool = true) async throws(SessionError) -> Bool {
+        let store = stores[account], credentials = Credentials(subject: subjects[account][slot])
+        let t0 = TokenServer.realNanoseconds()
+        let result = await watched(.signIn, phase: "sign-in") { () async -> Result<Void, SessionError> in
+            do throws(SessionError) { return .success(try await store.signIn(credentials)) } catch { return .failure(error) }
         }
-        guard await waitForStorm(launched, expectedRefreshes: stores.count, phase: "round \(round)") else { return false }
-        if let liveBefore, let memory, let callerBytes = outcome.callerBytesPerWaiter {
-            // Parked callers allocate nothing more: once live memory stops moving, every caller
-            // is parked behind the held refresh, and what is alive now is theirs.
-            var previous = memory.liveBytes()
-            var steadyReadings = 0
-            let deadline = ContinuousClock.now + runner.hangTimeout
-            while steadyReadings < 3, ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(10))
-                let current = memory.liveBytes()
-                steadyReadings = current == previous ? steadyReadings + 1 : 0
-                previous = current
-            }
-            let perCaller = Double(Int64(previous) - Int64(liveBefore)) / Double(tasks)
-            outcome.storeBytesPerWaiter = max(0, perCaller - callerBytes)
-        }
-        guard let calls = await finish(launched, phase: "round \(round)") else { return false }
-        record(calls)
-        let entries = Array(server.ledger.entries.dropFirst(ledgerStart))
-        outcome.storms += stores.count
-        outcome.stormCallers += tasks
-        outcome.stormRefreshCalls += entries.count { $0.call == .refresh }
-        check(calls, ledgerEntries: entries, round: round, ledgerStart: ledgerStart)
-        return await recover(after: calls)
+        guard let result else { return false }
+        let t1 = TokenServer.realNanoseconds()
+        scanLedger()
+        let family = server.ledger.entries.last { $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 }?.family
+        if let family { accountOfFamily[family] = account }
+        events.append(SessionEvent(account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1))
+        try result.get()
+        outcome.latencies.record(.signIn, nanoseconds: t1 - t0)
+        outcome.operations += 1
+        signedInSlot[account] = slot
+        previousToken[account] = nil
+        currentToken[account] = nil
+        if fetchToken { return await readCurrentToken(account, phase: "read after sign-in") != nil }
+        return true
     }
 
-    /// Parks the scale storm's crowd on bare continuations through the same harness path, to
-    /// learn what a waiting caller costs before any store is involved.
-    mutating func measureCallerFootprint() async {
-        guard let memory, let token = currentToken.first ?? nil else { return }
-        let lot = ParkingLot()
-        let before = memory.liveBytes()
-        let launched = launch(scenario.tasks, kind: .read, cancel: [], hold: false) { _, _ in
-            await lot.park()
-            return token
-        }
-        guard await launched.latch.waitForEntry(until: .now + runner.hangTimeout) else { return }
-        _ = await CompletionLatch<Int>.poll(until: .now + runner.hangTimeout) { lot.parked == scenario.tasks }
-        let parked = Double(Int64(memory.liveBytes()) - Int64(before)) / Double(scenario.tasks)
-        lot.releaseAll()
-        _ = await launched.latch.wait(until: .now + runner.hangTimeout)
-        outcome.callerBytesPerWaiter = max(0, parked)
+    /// Signs `account` out, timing it; `false` if the store hung.
+    mutating func signOut(_ account: Int) async -> Bool {
+        let store = stores[account]
+        let t0 = TokenServer.realNanoseconds()
+        guard await watched(.signOut, phase: "sign-out", { await store.signOut() }) != nil else { return false }
+        let t1 = TokenServer.realNanoseconds()
+        events.append(SessionEvent(account: account, kind: .signOut, startedNanos: t0, returnedNanos: t1))
+        outcome.latencies.record(.signOut, nanoseconds: t1 - t0)
+        outcome.operations += 1
+        currentToken[account] = nil
+        return true
     }
 
-    /// A 401 storm on the current token, then stale 401s that must not reach the server.
-    mutating func rejectionRound(round: Int) async -> Bool {
-        guard await storm(round: round, kind: .rejection) else { return false }
-        let stale = previousToken
-        guard stale.allSatisfy({ $0 != nil }) else { return true }
-        let before = server.ledger.refreshCalls
-        let probes = min(scenario.tasks, 8)
-        guard
-            let calls = await callers(
-                probes, kind: .rejection, phase: "round \(round) stale 401s", expectedRefreshes: 0, cancel: [],
-                call: { store, account throws(SessionError) in try await store.tokenRejected(stale[account]!) })
-        else { return false }
-        let after = server.ledger.refreshCalls
-        if after != before {
-            oracle.report(
-                .staleRejectionDoesNotRefresh,
-                "\(after - before) refresh call(s) for 401s on a token older than the current one (round \(round))",
-                trace: ["round \(round): \(probes) callers reported 401 for generation(s) \(Set(stale.map { $0!.generation }).sorted())"])
+    /// One `validToken()` of the coordinator's, judged like any caller's. `nil` if the store
+    /// hung; otherwise the call (its outcome may be an error).
+    mutating func readCurrentToken(_ account: Int, phase: String) async -> ObservedCall? {
+        let store = stores[account], subjects = self.subjects, time = self.time
+        let observed = await watched(.read, phase: phase) { () async -> (ObservedCall, AccessToken?) in
+            let startedAt = time.now
+            let t0 = TokenServer.realNanoseconds()
+            let result: Result<AccessToken, SessionError>
+            do throws(SessionError) { result = .success(try await store.validToken()) } catch { result = .failure(error) }
+            let t1 = TokenServer.realNanoseconds()
+            let call = ObservedCall(
+                caller: -1, account: account, kind: .read, phase: phase, startedAt: startedAt, startedNanos: t0,
+                endedNanos: t1, outcome: result.map { ObservedCall.issued($0, subjects: subjects) }, wasCancelled: false)
+            return (call, try? result.get())
         }
-        for call in calls {
-            if case .success(let issued) = call.outcome, let current = currentToken[call.account],
-                issued.generation != current.generation
-            {
-                oracle.report(
-                    .staleRejectionDoesNotRefresh,
-                    "a stale 401 returned generation \(issued.generation), not the current \(current.generation)")
+        guard let (call, token) = observed else { return nil }
+        record([call])
+        if let token {
+            if token.generation != currentToken[account]?.generation { previousToken[account] = currentToken[account] }
+            currentToken[account] = token
+        }
+        return call
+    }
+
+    /// After a storm: note the new current token; sign back in where the session was lost.
+    /// `false` if the store hung.
+    mutating func recover(after calls: [ObservedCall]) async -> Bool {
+        for account in stores.indices {
+            let outcomes = calls.filter { $0.account == account }.map(\.outcome)
+            let lost = outcomes.contains { $0.failureValue == .refreshTokenRevoked || $0.failureValue == .signedOut }
+            if lost {
+                do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
+                    outcome.failure = "sign-in after a lost session failed: \(error)"
+                    return false
+                }
+            } else {
+                guard let call = await readCurrentToken(account, phase: "read after the round") else { return false }
+                if case .failure(let error) = call.outcome, error == .refreshTokenRevoked || error == .signedOut {
+                    do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
+                        outcome.failure = "sign-in after a lost session failed: \(error)"
+                        return false
+                    }
+                }
             }
         }
         return true
     }
 
-    /// Callers wait on a held refresh; the session ends (sign-out or another user) before it
-    /// lands; callers that start afterwards must get nothing of the ended session.
-    mutating func fenceRound(round: Int, switchUser: Bool) async -> Bool {
-        time.advance(by: scenario.tokenLifetime)
-        let account = 0
-        let store = stores[account]
-        let refreshesBefore = server.ledger.refreshCalls
-        let endedFamily = currentToken[account].flatMap { familyOfGeneration[$0.generation] }
-        let fencePhase = switchUser ? "user switch" : "sign-out"
-        let launched = launch(scenario.tasks, kind: .refreshWait, cancel: []) { store, _ throws(SessionError) in
-            try await store.validToken()
+    /// Learns which family every newly issued generation belongs to.
+    mutating func scanLedger() {
+        let entries = server.ledger.entries
+        for entry in entries.dropFirst(ledgerScanned) {
+            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
         }
-        guard await waitForStorm(launched, expectedRefreshes: 1, phase: "round \(round)") else { return false }
-        // End the session while the refresh is held at the server.
-        let fenceStart = TokenClock.system.now()
-        // The refresh is still held here: the coordinator must not wait on a token until it
-        // is released, and every call it makes is watched.
-        if switchUser {
-            let nextSlot = 1 - signedInSlot[account]
-            do {
-                guard try await signIn(account, slot: nextSlot, fetchToken: false) else {
-                    server.gate.release()
-                    return false
-                }
-            } catch {
-                outcome.failure = "sign-in of the next user failed: \(error)"
-                server.gate.release()
-                return false
-            }
-        } else {
-            guard await watched(.signOut, phase: "sign-out", { await store.signOut() }) != nil else {
-                server.gate.release()
-                return false
-            }
-            currentToken[account] = nil
-            outcome.latencies.record(.signOut, nanoseconds: TokenClock.system.now().nanoseconds - fenceStart.nanoseconds)
-            outcome.operations += 1
-        }
-        if let endedFamily { endedFamilies.insert(endedFamily) }
-        server.gate.release()
-        guard let waiters = await finish(launched, phase: "round \(round) after \(fencePhase)") else { return false }
-        record(waiters)
-        // Let the held refresh land in the store before probing for it.
-        let landed = await CompletionLatch<Int>.poll(until: .now + runner.hangTimeout) {
-            server.ledger.refreshCalls > refreshesBefore
-        }
-        if landed { try? await Task.sleep(for: .milliseconds(2)) }
-        let probes = min(scenario.tasks, 8)
-        guard
-            let after = await callers(
-                probes, kind: .read, phase: "round \(round) probes after \(fencePhase)", expectedRefreshes: 0,
-                cancel: [], call: { store, _ throws(SessionError) in try await store.validToken() })
-        else { return false }
-        scanLedger()
-        for call in after {
-            guard case .success(let issued) = call.outcome else { continue }
-            let family = familyOfGeneration[issued.generation]
-            if let family, endedFamilies.contains(family) {
-                oracle.report(
-                    switchUser ? .noCrossUserLeak : .signOutFence,
-                    "after the \(fencePhase) returned, a call got generation \(issued.generation) of the ended session",
-                    trace: [
-                        "round \(round): the store's refresh was held at the server with \(scenario.tasks) callers waiting",
-                        "\(fencePhase) returned; the held refresh was then released and landed",
-                        "a call started after the \(fencePhase) returned generation \(issued.generation) (family \(family), ended)",
-                    ])
-            } else if switchUser, issued.subjectSlot != signedInSlot[account] {
-                oracle.report(
-                    .noCrossUserLeak, "after the user switch a call got the previous user's token (generation \(issued.generation))")
-            }
-        }
-        if switchUser { return await refreshCurrentToken(account) }
-        do { return try await signIn(account, slot: signedInSlot[account]) } catch {
-            outcome.failure = "sign-in after sign-out failed: \(error)"
-            return false
-        }
+        ledgerScanned = entries.count
     }
 }

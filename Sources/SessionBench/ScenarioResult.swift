@@ -11,6 +11,9 @@ public struct ScenarioResult: Sendable, Codable {
         case crashed
         /// The run could not be carried out (bad setup, unreadable output).
         case error
+        /// The scenario never started: the store hung or crashed the measuring process in an
+        /// earlier one.
+        case notRun = "not-run"
     }
 
     /// Callers still inside the store when the watchdog gave up.
@@ -20,6 +23,21 @@ public struct ScenarioResult: Sendable, Codable {
         public let operation: OperationKind
         public let waitedSeconds: Double
         public let phase: String
+        /// What the callers were waiting on: the state of the latest refresh at the server,
+        /// or why the harness itself could not run.
+        public var detail: String?
+
+        public init(
+            stuckCallers: Int, ofCallers: Int, operation: OperationKind, waitedSeconds: Double, phase: String,
+            detail: String? = nil
+        ) {
+            self.stuckCallers = stuckCallers
+            self.ofCallers = ofCallers
+            self.operation = operation
+            self.waitedSeconds = waitedSeconds
+            self.phase = phase
+            self.detail = detail
+        }
     }
 
     public var store: String
@@ -35,8 +53,16 @@ public struct ScenarioResult: Sendable, Codable {
     /// Why the run crashed or could not run.
     public var failure: String?
 
-    /// Calls made to the store (all kinds).
+    /// Calls the store served: a token, or a completed sign-in or sign-out.
     public var operations: UInt64 = 0
+    /// Calls that ended in an error (cancelled ones included); never counted as served.
+    public var failedCalls: UInt64 = 0
+    /// Open loop: calls the schedule asked for that could not be issued before the deadline
+    /// because the store fell behind the arrival rate; `nil` in a closed loop.
+    public var unissuedCalls: UInt64?
+    /// Steady scenarios: callers that had started calling before the first one stopped — all
+    /// of them when every caller really ran at once.
+    public var callersAtOnce: Int?
     /// Wall-clock seconds of the measured phase.
     public var seconds: Double = 0
     public var latencies: [LatencySummary] = []
@@ -106,7 +132,12 @@ public struct ScenarioResult: Sendable, Codable {
 
     /// The latency summary of the scenario's main operation.
     public var headlineLatency: LatencySummary? {
-        let preferred: [OperationKind] = [.read, .refreshWait, .rejection]
+        let preferred: [OperationKind] =
+            switch kind {
+            case .steadyReads: [.read, .rejection]
+            case .rejectionStorm: [.rejection, .refreshWait, .read]
+            default: [.refreshWait, .rejection, .read]
+            }
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
         return latencies.first
     }

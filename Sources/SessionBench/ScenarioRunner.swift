@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import TokenServer
 
@@ -8,10 +9,20 @@ public struct ScenarioRunner: Sendable {
     /// How long a coordinator lets callers settle before releasing a held refresh.
     public var settle: Duration
 
+    /// Called, on the watchdog's thread, when a store has blocked every thread of the
+    /// cooperative pool so that the harness itself cannot run: with the run's verdict, as far
+    /// as it got (hung, with where callers were stuck). Nothing in this process will run
+    /// again; the measuring process writes the verdict and exits. By default the verdict is
+    /// written to standard error.
+    public var onStarvation: (@Sendable (ScenarioResult) -> Void)?
+
     public init(hangTimeout: Duration = .seconds(5), settle: Duration = .milliseconds(1)) {
         self.hangTimeout = hangTimeout
         self.settle = settle
     }
+
+    /// How long past a deadline the coordinator may be late before the pool counts as starved.
+    var starvationGrace: Duration { max(.seconds(1), hangTimeout / 2) }
 
     static let roundAllocationNote =
         "counted in steady scenarios only: in storms the harness creates a task per caller, which cannot be told apart from the store's allocations"
@@ -32,13 +43,29 @@ public struct ScenarioRunner: Sendable {
         result.harnessOverheadNanoseconds = HarnessOverhead.perSampleNanoseconds()
 
         let cpuBefore = ResourceUsage.cpuSeconds
+        let skeleton = result, timeout = hangTimeout, handler = onStarvation
+        let watch = StarvationWatch(grace: starvationGrace) { starvation in
+            var hung = skeleton
+            hung.verdict = .hung
+            hung.violations = oracle.violations
+            hung.hang = .init(
+                stuckCallers: starvation.stuckCallers, ofCallers: starvation.ofCallers, operation: starvation.operation,
+                waitedSeconds: timeout.seconds, phase: starvation.phase, detail: starvation.detail)
+            if let handler {
+                handler(hung)
+            } else {
+                FileHandle.standardError.write(
+                    Data("session-bench: \(hung.store) × \(hung.scenario): hung — \(starvation.detail)\n".utf8))
+            }
+        }
+        defer { watch.back() }
         let outcome: DriverOutcome
         switch scenario.kind {
         case .steadyReads:
-            outcome = await SteadyDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+            outcome = await SteadyDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch)
                 .run(counter: counter)
         default:
-            outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+            outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch)
                 .run(memory: counter)
             if result.allocationNote == nil {
                 result.allocationNote = Self.roundAllocationNote
@@ -62,6 +89,9 @@ public struct ScenarioRunner: Sendable {
 /// What a driver hands back to the runner.
 struct DriverOutcome {
     var operations: UInt64 = 0
+    var failedCalls: UInt64 = 0
+    var unissuedCalls: UInt64?
+    var callersAtOnce: Int?
     var seconds: Double = 0
     var latencies = LatencyRecorder()
     var refreshCalls = 0
@@ -81,6 +111,9 @@ struct DriverOutcome {
 
     func apply(to result: inout ScenarioResult) {
         result.operations = operations
+        result.failedCalls = failedCalls
+        result.unissuedCalls = unissuedCalls
+        result.callersAtOnce = callersAtOnce
         result.seconds = seconds
         result.latencies = latencies.summaries
         result.refreshCalls = refreshCalls

@@ -76,6 +76,9 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
 
     public var enteredCount: Int { state.withLock(visibleTo: self) { $0.entered } }
     public var finishedCount: Int { state.withLock(visibleTo: self) { $0.results.count } }
+    /// The results that have arrived so far.
+    public var partialResults: [Value] { state.withLock(visibleTo: self) { $0.results } }
+    public var expectedCount: Int { expected }
 
     /// Every result, or `nil` if not all arrived before `deadline`.
     public func wait(until deadline: ContinuousClock.Instant) async -> [Value]? {
@@ -125,11 +128,10 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         register: (CheckedContinuation<T, Never>) -> Registration<T>,
         expire: @escaping @Sendable () -> CheckedContinuation<T, Never>?
     ) async -> T {
-        let timer = Task {
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            expire()?.resume(returning: timedOut)
-        }
-        defer { timer.cancel() }
+        // The deadline is kept by the watchdog thread, not a task: a store that blocks the
+        // cooperative pool's threads must not be able to stop it from firing.
+        let timer = Watchdog.shared.schedule(at: deadline) { expire()?.resume(returning: timedOut) }
+        defer { Watchdog.shared.cancel(timer) }
         return await withCheckedContinuation { continuation in
             if case .now(let value) = register(continuation) { continuation.resume(returning: value) }
         }

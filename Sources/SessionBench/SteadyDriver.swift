@@ -1,4 +1,5 @@
 import Histogram
+import Synchronization
 import SessionContract
 import TokenServer
 
@@ -22,16 +23,31 @@ struct SteadyDriver {
     let descriptor: StoreDescriptor
     let scenario: Scenario
     let oracle: Oracle
+    let watch: StarvationWatch?
 
     /// Calls per batch in the closed loop; one of them is timed on its own.
     static let batch = 64
+    /// How long a worker runs before it yields to the others: every caller is a task that
+    /// suspends, so all of them are live at once whatever their number, even when the store
+    /// itself never suspends.
+    static let slice: Duration = .microseconds(50)
+    /// Errors kept per worker with their timing, to be judged; the rest are only counted.
+    static let keptErrors = 8
+    /// Workers that keep latency samples.
+    static let sampledWorkers = 64
 
     /// One worker's tally, merged after the run.
     struct WorkerReport: Sendable {
         var operations: UInt64 = 0
         var failures: UInt64 = 0
-        var reads: Histogram<UInt64>
-        var writes: Histogram<UInt64>
+        var unissued: UInt64 = 0
+        /// Latency samples, in ticks; only the first ``sampledWorkers`` workers keep them.
+        var reads: Histogram<UInt64>?
+        var writes: Histogram<UInt64>?
+        /// When this worker began and stopped calling, in sample-clock ticks.
+        var beginTicks: UInt64 = 0
+        var endTicks: UInt64 = 0
+        var errors: [ObservedCall] = []
     }
 
     enum Mode { case measured, bare }
@@ -57,13 +73,18 @@ struct SteadyDriver {
                 tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: scenario.faults,
                 seed: scenario.seed),
             clock: clock)
+        server.setContext("steady reads")
         let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock))
+        let signInStart = TokenServer.realNanoseconds()
         do {
             try await store.signIn(Credentials(subject: Subject("steady-user")))
         } catch {
             outcome.failure = "sign-in failed before the run: \(error)"
             return outcome
         }
+        let signedIn = SessionEvent(
+            account: 0, kind: .signIn(slot: 0, family: server.ledger.entries.first?.family), startedNanos: signInStart,
+            returnedNanos: TokenServer.realNanoseconds())
         let short = min(scenario.duration, .milliseconds(100))
         let empty = await loop(EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, counter, checked: false)
         let bare = await loop(store, .bare, short, nil, checked: false)
@@ -73,25 +94,55 @@ struct SteadyDriver {
             outcome.allocations = .init(
                 count: total.count - min(total.count, fixed.count), bytes: total.bytes - min(total.bytes, fixed.bytes))
         }
-        guard let reports = measured.reports else {
+        for stage in [("bare loop", bare), ("steady reads", measured)] {
+            guard stage.1.reports == nil else { continue }
             outcome.hang = .init(
-                stuckCallers: measured.stuck, ofCallers: scenario.tasks, operation: .read,
-                waitedSeconds: runner.hangTimeout.seconds, phase: "steady reads")
+                stuckCallers: stage.1.stuck, ofCallers: scenario.tasks, operation: .read,
+                waitedSeconds: runner.hangTimeout.seconds, phase: stage.0,
+                detail: RoundState.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
             return outcome
         }
+        let reports = measured.reports ?? []
         var recorder = LatencyRecorder()
+        var errors: [ObservedCall] = []
         for report in reports {
             outcome.operations += report.operations
-            recorder.add(.read, SampleClock.shared.nanosecondsHistogram(report.reads))
-            if report.writes.totalCount > 0 {
-                recorder.add(.rejection, SampleClock.shared.nanosecondsHistogram(report.writes))
+            outcome.failedCalls += report.failures
+            errors += report.errors
+            if let reads = report.reads, reads.totalCount > 0 {
+                recorder.add(.read, SampleClock.shared.nanosecondsHistogram(reads))
             }
+            if let writes = report.writes, writes.totalCount > 0 {
+                recorder.add(.rejection, SampleClock.shared.nanosecondsHistogram(writes))
+            }
+        }
+        if scenario.arrivalRate != nil { outcome.unissuedCalls = reports.reduce(0) { $0 + $1.unissued } }
+        // Callers live at once: those that had started before the first one stopped.
+        if let firstStop = reports.map(\.endTicks).min() {
+            outcome.callersAtOnce = reports.count { $0.beginTicks < firstStop }
         }
         outcome.latencies = recorder
         outcome.refreshCalls = server.ledger.refreshCalls
         outcome.emptyStoreThroughput = empty.throughput
         outcome.bareLoopThroughput = bare.throughput
+        judge(errors, server: server, events: [signedIn])
         return outcome
+    }
+
+    /// Every error of a steady run needs a cause in the ledger; the ledger is audited too.
+    func judge(_ errors: [ObservedCall], server: TokenServer, events: [SessionEvent]) {
+        let entries = server.ledger.entries
+        var accountOfFamily: [UInt64: Int] = [:], familyOfGeneration: [UInt64: UInt64] = [:]
+        for entry in entries {
+            accountOfFamily[entry.family] = 0
+            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
+        }
+        let judge = OutcomeJudge(
+            entries: entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration, events: events)
+        for error in errors.sorted(by: { $0.startedNanos < $1.startedNanos }) {
+            if let finding = judge.judge(error) { oracle.report(finding) }
+        }
+        oracle.auditLedger(entries) { _ in true }
     }
 
     /// Runs `scenario.tasks` workers against `store` for `duration`.
@@ -103,47 +154,91 @@ struct SteadyDriver {
         let latch = CompletionLatch<WorkerReport>(expected: tasks)
         let clock = SampleClock.shared
         let durationTicks = clock.ticks(nanoseconds: Double(duration.nanosecondsClamped))
+        let sliceTicks = clock.ticks(nanoseconds: Double(Self.slice.nanosecondsClamped))
         // Per-worker interval in the open loop: each worker takes an equal share of the rate.
         let interval: UInt64? = scenario.arrivalRate.map { clock.ticks(nanoseconds: Double(tasks) / $0 * 1e9) }
         let oracle = checked ? self.oracle : nil
         let writeEvery = scenario.readersPerWriter.map { $0 + 1 } ?? 0
+        let shared = SharedRun()
         for worker in 0..<tasks {
             Task {
-                var report = WorkerReport(reads: clock.emptyTickHistogram(), writes: clock.emptyTickHistogram())
+                // A histogram is a few hundred kilobytes: with a thousand callers, the first
+                // ones' samples are plenty. The others still read the clock per batch.
+                let samples = worker < Self.sampledWorkers
+                var report = WorkerReport(
+                    reads: samples ? clock.emptyTickHistogram() : nil,
+                    writes: samples && writeEvery > 0 ? clock.emptyTickHistogram() : nil)
                 let floor = clock.floorTicks
-                var checker = ReadChecker(worker: worker, oracle: oracle)
+                var checker = ReadChecker(worker: worker, oracle: oracle, shared: shared)
                 await line.arriveAndWait()
                 latch.enter()
-                let begin = SampleClock.ticks()
+                // One start for every worker: the first to run sets it.
+                let begin = shared.begin(at: SampleClock.ticks())
                 let deadline = begin + durationTicks
+                report.beginTicks = SampleClock.ticks()
+                var nextYield = report.beginTicks + sliceTicks
+                func failed(_ error: SessionError, since t0: Int64) {
+                    report.failures += 1
+                    guard report.errors.count < Self.keptErrors else { return }
+                    report.errors.append(
+                        ObservedCall(
+                            caller: worker, account: 0, kind: .read, phase: "steady reads", startedAt: TokenInstant(nanoseconds: 0),
+                            startedNanos: t0, endedNanos: TokenServer.realNanoseconds(), outcome: .failure(error),
+                            wasCancelled: false))
+                }
+                // Batches start at one call and grow while they stay well inside the time slice.
+                var batch = 1
+                var batchStart: UInt64 = 0
                 switch (mode, interval) {
                 case (.bare, _):
-                    while SampleClock.ticks() < deadline {
-                        for _ in 0..<Self.batch { _ = try? await store.validToken() }
-                        report.operations += UInt64(Self.batch)
+                    while true {
+                        let now = SampleClock.ticks()
+                        if batchStart != 0 { batch = Self.adapt(batch, took: now &- batchStart, slice: sliceTicks) }
+                        if now >= deadline { break }
+                        if now >= nextYield {
+                            await Task.yield()
+                            nextYield = SampleClock.ticks() + sliceTicks
+                            batchStart = 0
+                            continue
+                        }
+                        batchStart = now
+                        for _ in 0..<batch { _ = try? await store.validToken() }
+                        report.operations += UInt64(batch)
                     }
                 case (.measured, nil) where writeEvery == 0:
                     while true {
-                        let notBefore = TokenClock.coarse.now()
                         let t0 = SampleClock.ticks()
+                        if batchStart != 0 { batch = Self.adapt(batch, took: t0 &- batchStart, slice: sliceTicks) }
                         if t0 >= deadline { break }
+                        if t0 >= nextYield {
+                            await Task.yield()
+                            nextYield = SampleClock.ticks() + sliceTicks
+                            batchStart = 0
+                            continue
+                        }
+                        batchStart = t0
+                        let notBefore = TokenClock.coarse.now()
+                        checker.startBatch()
+                        let wall = oracle == nil ? 0 : TokenServer.realNanoseconds()
                         // The batch's first call is the sample, timed from the batch's own read.
                         do throws(SessionError) {
                             let token = try await store.validToken()
                             let ticks = SampleClock.ticks() &- t0
-                            _ = report.reads.record(ticks > floor ? ticks &- floor : 1)
+                            _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
                             checker.check(token, notBefore: notBefore)
+                            report.operations += 1
                         } catch {
-                            report.failures += 1
+                            failed(error, since: wall)
                         }
-                        for _ in 1..<Self.batch {
+                        for _ in 1..<batch {
                             do throws(SessionError) {
                                 checker.check(try await store.validToken(), notBefore: notBefore)
+                                report.operations += 1
                             } catch {
-                                report.failures += 1
+                                failed(error, since: wall)
                             }
                         }
-                        report.operations += UInt64(Self.batch)
+                        checker.endBatch()
                     }
                 case (.measured, nil):
                     // A read/write mix: every `writeEvery`-th call reports a 401 for the token
@@ -151,56 +246,92 @@ struct SteadyDriver {
                     var held: AccessToken?
                     var calls = 0
                     while true {
-                        let notBefore = TokenClock.coarse.now()
                         let t0 = SampleClock.ticks()
                         if t0 >= deadline { break }
+                        if t0 >= nextYield {
+                            await Task.yield()
+                            nextYield = SampleClock.ticks() + sliceTicks
+                            continue
+                        }
+                        let notBefore = TokenClock.coarse.now()
+                        let wall = TokenServer.realNanoseconds()
+                        checker.startBatch()
                         calls += 1
                         do throws(SessionError) {
                             let isWrite = calls % writeEvery == 0
                             let token = try await (isWrite && held != nil ? store.tokenRejected(held!) : store.validToken())
                             let ticks = SampleClock.ticks() &- t0
                             if isWrite {
-                                _ = report.writes.record(ticks > floor ? ticks &- floor : 1)
+                                _ = report.writes?.record(ticks > floor ? ticks &- floor : 1)
                             } else {
-                                _ = report.reads.record(ticks > floor ? ticks &- floor : 1)
+                                _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
                             }
                             checker.check(token, notBefore: notBefore)
                             held = token
+                            report.operations += 1
                         } catch {
-                            report.failures += 1
+                            failed(error, since: wall)
                         }
-                        report.operations += 1
+                        checker.endBatch()
                     }
                 case (.measured, let interval?):
                     var intended = begin + interval * UInt64(worker) / UInt64(tasks)
                     while intended < deadline {
                         await Self.wait(until: intended)
+                        // Behind schedule past the deadline: what is left could not be issued.
+                        if SampleClock.ticks() >= deadline { break }
                         let notBefore = TokenClock.coarse.now()
+                        let wall = TokenServer.realNanoseconds()
+                        checker.startBatch()
                         do throws(SessionError) {
                             let token = try await store.validToken()
                             let ticks = SampleClock.ticks() &- intended
-                            _ = report.reads.record(ticks > floor ? ticks &- floor : 1)
+                            _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
                             checker.check(token, notBefore: notBefore)
+                            report.operations += 1
                         } catch {
-                            report.failures += 1
+                            failed(error, since: wall)
                         }
-                        report.operations += 1
+                        checker.endBatch()
                         intended += interval
                     }
+                    if intended < deadline { report.unissued = (deadline - intended + interval - 1) / interval }
                 }
+                report.endTicks = SampleClock.ticks()
                 latch.finish(report)
             }
         }
         let before = counter?.snapshot()
         let start = ContinuousClock.now
         await line.arriveAndWait()
-        let reports = await latch.wait(until: start + duration + runner.hangTimeout)
-        let seconds = (ContinuousClock.now - start).seconds
+        let deadline = start + duration + runner.hangTimeout
+        watch?.expectBack(by: deadline) {
+            Starvation(
+                phase: "steady reads", stuckCallers: tasks - latch.finishedCount, ofCallers: tasks, operation: .read,
+                detail: "the harness could not run after the deadline: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)")
+        }
+        var reports = await latch.wait(until: deadline)
+        watch?.back()
+        if reports == nil, latch.finishedCount == tasks { reports = latch.partialResults }
+        // The measured phase: from the workers' common start to the last one's stop.
+        var seconds = (ContinuousClock.now - start).seconds
+        if let reports, let last = reports.map(\.endTicks).max(), let begin = shared.started, last > begin {
+            seconds = clock.nanoseconds(ticks: last - begin) / 1e9
+        }
         var allocations: AllocationCounter.Snapshot?
         if let after = counter?.snapshot(), let before {
             allocations = .init(count: after.count - before.count, bytes: after.bytes - before.bytes)
         }
         return Loop(reports: reports, seconds: seconds, allocations: allocations, stuck: tasks - latch.finishedCount)
+    }
+
+    /// The next batch size: halved when a batch outlasts the time slice (a slow store must not
+    /// keep the other callers from starting), grown back toward ``batch`` when it is short.
+    @inline(__always)
+    static func adapt(_ batch: Int, took: UInt64, slice: UInt64) -> Int {
+        if took > slice { return max(1, batch / 2) }
+        if took < slice / 4 { return min(Self.batch, batch * 2) }
+        return batch
     }
 
     /// Sleeps most of the way to `instant` (in sample-clock ticks), then yields.
@@ -219,25 +350,77 @@ struct SteadyDriver {
     }
 }
 
-/// The per-call invariants of a steady run: fresh (I4) and monotonic (I5).
+/// What the workers of one steady loop share: their common start, and the highest
+/// generation any of them has been handed.
+final class SharedRun: Sendable {
+    private let start = Atomic<UInt64>(0)
+    let highestGeneration = Atomic<UInt64>(0)
+
+    /// The loop's start, once a worker has begun.
+    var started: UInt64? {
+        let value = start.load(ordering: .acquiring)
+        return value == 0 ? nil : value
+    }
+
+    /// The loop's start: `ticks` from the first worker to ask, the same for every later one.
+    func begin(at ticks: UInt64) -> UInt64 {
+        let (exchanged, original) = start.compareExchange(expected: 0, desired: ticks, ordering: .acquiringAndReleasing)
+        return exchanged ? ticks : original
+    }
+}
+
+/// The per-call invariants of a steady run: fresh (I4) and monotonic (I5), across every
+/// worker: a batch's calls must return no generation older than the highest any worker had
+/// published before the batch started (a worker publishes after its calls returned).
 struct ReadChecker {
     let worker: Int
     let oracle: Oracle?
+    let shared: SharedRun
     var lastGeneration: UInt64 = 0
+    var published: UInt64 = 0
+    var floor: UInt64 = 0
 
-    init(worker: Int, oracle: Oracle?) {
+    init(worker: Int, oracle: Oracle?, shared: SharedRun) {
         self.worker = worker
         self.oracle = oracle
+        self.shared = shared
+    }
+
+    @inline(__always)
+    mutating func startBatch() {
+        if oracle != nil { floor = shared.highestGeneration.load(ordering: .acquiring) }
+    }
+
+    @inline(__always)
+    mutating func endBatch() {
+        guard oracle != nil, lastGeneration > published else { return }
+        published = lastGeneration
+        var current = shared.highestGeneration.load(ordering: .relaxed)
+        while current < published {
+            let (exchanged, original) = shared.highestGeneration.compareExchange(
+                expected: current, desired: published, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = original
+        }
     }
 
     /// `notBefore` is a time no later than the call's start on the store's clock.
     @inline(__always)
     mutating func check(_ token: AccessToken, notBefore: TokenInstant) {
         if token.expiresAt <= notBefore {
-            oracle?.report(.fresh, "worker \(worker) got generation \(token.generation), expired before the call")
+            oracle?.report(
+                .fresh, "worker \(worker) got generation \(token.generation), expired before the call",
+                trace: ["the token expired at \(token.expiresAt.nanoseconds)ns; the call started no earlier than \(notBefore.nanoseconds)ns (coarse monotonic clock)"])
         }
         if token.generation < lastGeneration {
-            oracle?.report(.monotonic, "worker \(worker) got generation \(token.generation) after \(lastGeneration)")
+            oracle?.report(
+                .monotonic, "worker \(worker) got generation \(token.generation) after \(lastGeneration)",
+                trace: ["worker \(worker) had been handed generation \(lastGeneration) by an earlier call of its own"])
+        } else if token.generation < floor {
+            oracle?.report(
+                .monotonic,
+                "worker \(worker) got generation \(token.generation) after another worker had been handed generation \(floor)",
+                trace: ["generation \(floor) had been handed to a worker before this worker's batch of calls started"])
         }
         lastGeneration = max(lastGeneration, token.generation)
     }

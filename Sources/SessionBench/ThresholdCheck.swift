@@ -33,6 +33,7 @@ public struct ThresholdCheck: Sendable {
             case .hung: measured = "hung"
             case .crashed: measured = "crashed"
             case .error: measured = "error: \(result.failure ?? "")"
+            case .notRun: measured = "not run: \(result.failure ?? "")"
             }
             outcomes.append(
                 CheckOutcome(

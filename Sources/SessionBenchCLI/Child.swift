@@ -1,7 +1,7 @@
 import Foundation
 
-/// A child process started with `posix_spawn`: its standard input and output are pipes, its
-/// standard error is ours, and it is reaped with `waitpid` by this type alone.
+/// A child process started with `posix_spawn`: its standard input, output and error are
+/// pipes, and it is reaped with `waitpid` by this type alone.
 final class Child: Sendable {
     enum Exit: Equatable {
         case exited(Int32)
@@ -11,11 +11,13 @@ final class Child: Sendable {
     let pid: pid_t
     private let input: Int32
     private let output: Int32
+    private let errors: Int32
 
-    private init(pid: pid_t, input: Int32, output: Int32) {
+    private init(pid: pid_t, input: Int32, output: Int32, errors: Int32) {
         self.pid = pid
         self.input = input
         self.output = output
+        self.errors = errors
     }
 
     struct SpawnError: Error, CustomStringConvertible {
@@ -23,8 +25,8 @@ final class Child: Sendable {
     }
 
     static func spawn(executable: String, arguments: [String], environment: [String: String]) throws -> Child {
-        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
-        guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else {
+        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0], errorsFromChild: [Int32] = [0, 0]
+        guard pipe(&toChild) == 0, pipe(&fromChild) == 0, pipe(&errorsFromChild) == 0 else {
             throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
         }
         var actions = posix_spawn_file_actions_t()
@@ -32,7 +34,8 @@ final class Child: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        for descriptor in [toChild[0], toChild[1], fromChild[0], fromChild[1]] {
+        posix_spawn_file_actions_adddup2(&actions, errorsFromChild[1], 2)
+        for descriptor in [toChild[0], toChild[1], fromChild[0], fromChild[1], errorsFromChild[0], errorsFromChild[1]] {
             posix_spawn_file_actions_addclose(&actions, descriptor)
         }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -45,12 +48,14 @@ final class Child: Sendable {
         let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         close(toChild[0])
         close(fromChild[1])
+        close(errorsFromChild[1])
         guard status == 0 else {
             close(toChild[1])
             close(fromChild[0])
+            close(errorsFromChild[0])
             throw SpawnError(description: "posix_spawn \(executable): \(String(cString: strerror(status)))")
         }
-        return Child(pid: pid, input: toChild[1], output: fromChild[0])
+        return Child(pid: pid, input: toChild[1], output: fromChild[0], errors: errorsFromChild[0])
     }
 
     /// Writes `data` to the child's standard input and closes it.
@@ -67,11 +72,17 @@ final class Child: Sendable {
     }
 
     /// Calls `line` for each line the child writes, until it closes its output.
-    func readLines(_ line: (String) -> Void) {
+    func readLines(_ line: (String) -> Void) { Self.readLines(from: output, line) }
+
+    /// Calls `line` for each line the child writes to its standard error, until it closes it.
+    func readErrorLines(_ line: (String) -> Void) { Self.readLines(from: errors, line) }
+
+    private static func readLines(from descriptor: Int32, _ line: (String) -> Void) {
         var pending = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let count = read(output, &buffer, buffer.count)
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
             if count <= 0 { break }
             pending.append(contentsOf: buffer[0..<count])
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -79,7 +90,8 @@ final class Child: Sendable {
                 pending.removeSubrange(pending.startIndex...newline)
             }
         }
-        close(output)
+        if !pending.isEmpty { line(String(decoding: pending, as: UTF8.self)) }
+        close(descriptor)
     }
 
     /// The child's exit, if it has exited (reaping it); `nil` while it runs.

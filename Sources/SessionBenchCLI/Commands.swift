@@ -106,14 +106,14 @@ struct Stress: AsyncParsableCommand {
     @OptionGroup var run: RunOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .long, help: "How many randomized rounds (default: 10).")
-    var iterations: Int = 10
+    @Option(name: .long, help: "How many randomized iterations (default: 10, or as many as fit in --for).")
+    var iterations: Int?
 
-    @Option(name: .customLong("for"), help: "Stop after this long, e.g. 30s, even if iterations remain.")
+    @Option(name: .customLong("for"), help: "Keep starting iterations until this much time has passed, e.g. 30s, 10m.")
     var timeLimit: DurationArgument?
 
     func validate() throws {
-        guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1 (got \(iterations))") }
+        if let iterations, iterations < 1 { throw ValidationError("--iterations must be at least 1 (got \(iterations))") }
     }
 
     mutating func run() async throws {
@@ -121,31 +121,65 @@ struct Stress: AsyncParsableCommand {
         let base = try run.resolvedScenarios()
         var random = SystemRandomNumberGenerator()
         let firstSeed = run.seed ?? random.next()
-        let deadline = timeLimit.map { ContinuousClock.now + $0.duration }
+        let started = ContinuousClock.now
+        let deadline = timeLimit.map { started + $0.duration }
+        // With --for alone, iterations go on until the time is up.
+        let limit = iterations ?? (timeLimit == nil ? 10 : Int.max)
         var all: [ScenarioResult] = []
-        for iteration in 0..<iterations {
-            if let deadline, ContinuousClock.now > deadline { break }
+        var iteration = 0
+        while iteration < limit {
+            if let deadline, ContinuousClock.now >= deadline { break }
             let seed = firstSeed &+ UInt64(iteration)
-            let scenarios = base.map { scenario -> Scenario in
-                var scenario = scenario
-                scenario.seed = seed
-                // Vary what the seed controls beyond faults: the crowd and the server's pace.
-                var rng = SeededRandomSource(seed: seed)
-                scenario.tasks = max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks)))
-                scenario.accounts = min(scenario.accounts, scenario.tasks)
-                if scenario.isRoundBased { scenario.rounds = max(5, scenario.rounds / 4) }
-                return scenario
+            let scenarios = base.map { Self.vary($0, seed: seed) }
+            if !output.quiet {
+                let of = limit == Int.max ? "" : "/\(limit)"
+                Log.progress("stress: iteration \(iteration + 1)\(of), seed \(seed)" + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
             }
-            if !output.quiet { Log.progress("stress: iteration \(iteration + 1)/\(iterations), seed \(seed)") }
             let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: true).run()
             for result in results where result.verdict != .pass {
-                Log.progress("  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — reproduce with --seed \(seed) --tasks \(scenarios.first { $0.name == result.scenario }?.tasks ?? 0)")
+                guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
+                    let store = stores.first(where: { $0.name == result.store })
+                else { continue }
+                Log.progress("  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — reproduce with: \(reproduce(store, scenario))")
             }
             all += results
+            iteration += 1
+        }
+        let failures = all.count { $0.verdict != .pass }
+        if !output.quiet {
+            let seeds = iteration == 0 ? "none" : iteration == 1 ? "\(firstSeed)" : "\(firstSeed)…\(firstSeed &+ UInt64(iteration - 1))"
+            Log.progress(
+                "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
+                    + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))
         }
         let report = ResultsReport(results: all, metadata: .current(command: "stress"))
         try output.emit(report)
-        if all.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+        if failures > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+
+    /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds.
+    static func vary(_ scenario: Scenario, seed: UInt64) -> Scenario {
+        var scenario = scenario
+        scenario.seed = seed
+        var rng = SeededRandomSource(seed: seed)
+        scenario.tasks = max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks)))
+        scenario.accounts = min(scenario.accounts, scenario.tasks)
+        if scenario.isRoundBased { scenario.rounds = max(5, scenario.rounds / 4) }
+        return scenario
+    }
+
+    /// The `compare` command that runs exactly this store × scenario again.
+    func reproduce(_ store: StoreDescriptor, _ scenario: Scenario) -> String {
+        let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
+        var words = [program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
+            "--tasks", "\(scenario.tasks)"]
+        if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
+        if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
+        if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", ThresholdCheck.format(rate)] }
+        if run.hangTimeout != 5 { words += ["--hang-timeout", ThresholdCheck.format(run.hangTimeout)] }
+        if store.isReferenceBroken { words.append("--include-broken") }
+        if run.inProcess { words.append("--in-process") }
+        return words.joined(separator: " ")
     }
 }
 
@@ -172,22 +206,37 @@ struct RunStore: AsyncParsableCommand {
             throw UsageError("run-store expects a plan as JSON on standard input: \(error)")
         }
         guard let store = StoreRegistry.named(plan.store) else { throw UsageError("unknown store '\(plan.store)'") }
-        let runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(plan.hangTimeoutSeconds * 1000)))
-        let encoder = JSONEncoder()
-        for scenario in plan.scenarios {
-            let result = await runner.run(store, scenario)
-            let line = IsolatedRun.resultPrefix + String(decoding: try encoder.encode(result), as: UTF8.self) + "\n"
-            FileHandle.standardOutput.write(Data(line.utf8))
-            if result.verdict == .hung {
-                // Callers are still stuck inside the store; nothing after this would be trustworthy.
-                for rest in plan.scenarios.drop(while: { $0.name != scenario.name }).dropFirst() {
-                    var skipped = ScenarioResult(store: store.name, scenario: rest, verdict: .error)
-                    skipped.failure = "not run: the store hung in \(scenario.name)"
-                    let skippedLine = IsolatedRun.resultPrefix + String(decoding: try encoder.encode(skipped), as: UTF8.self) + "\n"
-                    FileHandle.standardOutput.write(Data(skippedLine.utf8))
-                }
+        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(plan.hangTimeoutSeconds * 1000)))
+        for (index, scenario) in plan.scenarios.enumerated() {
+            let rest = Array(plan.scenarios.dropFirst(index + 1))
+            // A store that blocks every pool thread stops this process from running tasks: the
+            // watchdog's thread writes the verdict, and the rest as not run, and ends it.
+            runner.onStarvation = { hung in
+                Self.emit(hung)
+                Self.emitNotRun(rest, store: store.name, after: scenario.name)
                 Foundation.exit(0)
             }
+            FileHandle.standardOutput.write(Data((IsolatedRun.startPrefix + scenario.name + "\n").utf8))
+            let result = await runner.run(store, scenario)
+            Self.emit(result)
+            if result.verdict == .hung {
+                // Callers are still stuck inside the store; nothing after this would be trustworthy.
+                Self.emitNotRun(rest, store: store.name, after: scenario.name)
+                Foundation.exit(0)
+            }
+        }
+    }
+
+    static func emit(_ result: ScenarioResult) {
+        guard let json = try? JSONEncoder().encode(result) else { return }
+        FileHandle.standardOutput.write(Data((IsolatedRun.resultPrefix + String(decoding: json, as: UTF8.self) + "\n").utf8))
+    }
+
+    static func emitNotRun(_ scenarios: [Scenario], store: String, after hung: String) {
+        for rest in scenarios {
+            var skipped = ScenarioResult(store: store, scenario: rest, verdict: .notRun)
+            skipped.failure = "not run: the store hung in \(hung)"
+            emit(skipped)
         }
     }
 }

@@ -23,6 +23,9 @@ enum IsolatedRun {
     }
 
     static let resultPrefix = "RESULT "
+    /// Written by the child as it starts a scenario, so the parent knows which one was under
+    /// way if the child dies or stops answering.
+    static let startPrefix = "START "
 
     /// Runs `scenarios` for `store` in a child; calls `progress` as each result arrives.
     ///
@@ -42,17 +45,31 @@ enum IsolatedRun {
         }
         child.send((try? JSONEncoder().encode(plan)) ?? Data())
 
-        let collected = Mutex<[ScenarioResult]>([])
+        let collected = Mutex<(results: [ScenarioResult], started: String?)>(([], nil))
         let reader = Thread {
             child.readLines { line in
+                if line.hasPrefix(startPrefix) {
+                    collected.withLock { $0.started = String(line.dropFirst(startPrefix.count)) }
+                    return
+                }
                 guard line.hasPrefix(resultPrefix),
                     let result = try? JSONDecoder().decode(ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
                 else { return }
-                collected.withLock { $0.append(result) }
+                collected.withLock { $0.results.append(result) }
                 progress(result)
             }
         }
         reader.start()
+        let errors = Mutex<[String]>([])
+        let errorReader = Thread {
+            child.readErrorLines { line in
+                errors.withLock { lines in
+                    lines.append(line)
+                    if lines.count > 200 { lines.removeFirst(lines.count - 200) }
+                }
+            }
+        }
+        errorReader.start()
 
         let deadline = ContinuousClock.now + budget(for: scenarios, hangTimeout: hangTimeout)
         var timedOut = false
@@ -66,31 +83,50 @@ enum IsolatedRun {
             try? await Task.sleep(for: .milliseconds(10))
             exit = child.poll()
         }
-        // Let the reader drain what the child wrote before it ended (the pipe closes with it).
+        // Let the readers drain what the child wrote before it ended (the pipes close with it).
         let drainDeadline = ContinuousClock.now + .seconds(5)
-        while !reader.isFinished, ContinuousClock.now < drainDeadline { try? await Task.sleep(for: .milliseconds(5)) }
+        while !(reader.isFinished && errorReader.isFinished), ContinuousClock.now < drainDeadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
 
-        var results = collected.withLock { $0 }
+        let (arrived, started) = collected.withLock { ($0.results, $0.started) }
+        var results = arrived
         let missing = scenarios.filter { scenario in !results.contains { $0.scenario == scenario.name } }
-        for (index, scenario) in missing.enumerated() {
+        // The scenario the child was in when it died; the ones after it never started.
+        let interrupted = missing.first { $0.name == started } ?? missing.first
+        let trap = trapMessage(errors.withLock { $0 })
+        for scenario in missing {
             let result: ScenarioResult
-            if timedOut {
-                result = failed(store, scenario, .hung, "the measuring process stopped answering and was killed")
+            if scenario.name != interrupted?.name {
+                result = failed(store, scenario, .notRun, "not run: the measuring process ended in \(interrupted?.name ?? "an earlier scenario")")
+            } else if timedOut {
+                result = failed(
+                    store, scenario, .hung,
+                    "the measuring process stopped answering and was killed after its time budget"
+                        + (trap.map { "; it had printed: \($0)" } ?? ""))
             } else if case .signaled(let signal)? = exit {
                 result = failed(
-                    store, scenario, index == 0 ? .crashed : .error,
-                    index == 0 ? "the store crashed the process (signal \(signal), \(signalName(signal)))"
-                        : "not run: the process crashed in an earlier scenario")
+                    store, scenario, .crashed,
+                    "the store crashed the process (signal \(signal), \(signalName(signal)))" + (trap.map { ": \($0)" } ?? ""))
             } else {
                 let status: Int32 = if case .exited(let code)? = exit { code } else { -1 }
                 result = failed(
-                    store, scenario, index == 0 ? .crashed : .error,
-                    "the measuring process exited with status \(status) before reporting")
+                    store, scenario, .crashed,
+                    "the measuring process exited with status \(status) before reporting" + (trap.map { ": \($0)" } ?? ""))
             }
             progress(result)
             results.append(result)
         }
         return scenarios.compactMap { scenario in results.first { $0.scenario == scenario.name } }
+    }
+
+    /// The runtime's own account of a crash in what the child printed: the trap message with
+    /// its source location (`Store.swift:42: Fatal error: ...`), cut to one line.
+    static func trapMessage(_ lines: [String]) -> String? {
+        let markers = ["Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed", "Simultaneous accesses"]
+        guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        return trimmed.count > 300 ? String(trimmed.prefix(300)) + "…" : trimmed
     }
 
     static func failed(_ store: StoreDescriptor, _ scenario: Scenario, _ verdict: ScenarioResult.Verdict, _ why: String) -> ScenarioResult {
@@ -122,6 +158,9 @@ enum IsolatedRun {
             environment["LD_PRELOAD"] = preload
         }
         if environment["MALLOC_CONF"] == nil { environment["MALLOC_CONF"] = "tcache:false" }
+        // A crash is reported from its trap message; a symbolicated backtrace of the child
+        // would take seconds and is not shown.
+        if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=no" }
         return environment
     }
 

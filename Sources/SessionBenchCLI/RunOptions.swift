@@ -70,7 +70,18 @@ struct RunOptions: ParsableArguments {
         return scenarios
     }
 
-    var runner: ScenarioRunner { ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000))) }
+    /// The in-process runner. A store that blocks every thread of the cooperative pool
+    /// leaves nothing to run the rest: the verdict is printed and the process exits.
+    var runner: ScenarioRunner {
+        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
+        runner.onStarvation = { hung in
+            let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
+            print(report.table(), terminator: "")
+            Log.progress("session-bench: the store blocked every thread of the cooperative pool; stopping (run without --in-process to go on with the other stores)")
+            Foundation.exit(ExitStatus.failed.rawValue)
+        }
+        return runner
+    }
 
     var effectiveSeed: UInt64 { seed ?? ScenarioCatalog.all[0].seed }
 }

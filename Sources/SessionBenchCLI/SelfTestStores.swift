@@ -1,10 +1,12 @@
+import Dispatch
 import Foundation
 import SessionContract
 import SessionStores
 
-/// Two stores that fail the hard way, for checking that the command line survives them:
-/// one crashes the process at the first expiry, one never answers. They exist only when
-/// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken.
+/// Stores that fail the hard way, for checking that the command line survives them: one
+/// crashes the process at the first expiry, one never answers, one makes its refresh
+/// single-flight with a semaphore and so blocks the threads of the cooperative pool. They
+/// exist only when `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken.
 enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
 
@@ -15,6 +17,10 @@ enum SelfTestStores {
         StoreDescriptor(name: "hangs-on-expiry", summary: "never answers when a refresh is needed (self-test)", isReferenceBroken: true) {
             ExpiryTrap(configuration: $0, behaviour: .hang)
         },
+        StoreDescriptor(
+            name: "semaphore-refresh", summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
+            isReferenceBroken: true
+        ) { SemaphoreRefreshStore(configuration: $0) },
     ]
 }
 
@@ -41,4 +47,52 @@ private final class ExpiryTrap: SessionStore {
     func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await validToken() }
     func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
     func signOut() async { await inner.signOut() }
+}
+
+/// The common "make the refresh single-flight with a semaphore" store: `wait()` blocks the
+/// calling thread, and the semaphore is held across the `await` of the refresh. Once every
+/// thread of the cooperative pool is blocked in `wait()`, the refresh can never resume.
+private final class SemaphoreRefreshStore: SessionStore, @unchecked Sendable {
+    // SAFETY: `grant` is read and written only while holding `semaphore`.
+    private let semaphore = DispatchSemaphore(value: 1)
+    private let endpoint: any TokenEndpoint
+    private let clock: TokenClock
+    private let skew: Duration
+    private var grant: TokenGrant?
+
+    init(configuration: SessionStoreConfiguration) {
+        endpoint = configuration.endpoint
+        clock = configuration.clock
+        skew = configuration.refreshSkew
+    }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        semaphore.wait()
+        defer { semaphore.signal() }
+        guard let current = grant else { throw .signedOut }
+        if current.accessToken.isFresh(at: clock.now(), margin: skew) { return current.accessToken }
+        switch await endpoint.refreshResult(current.refreshToken) {
+        case .success(let next):
+            grant = next
+            return next.accessToken
+        case .failure(.invalidGrant), .failure(.invalidCredentials): throw .refreshTokenRevoked
+        case .failure: throw .refreshFailed
+        }
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await validToken() }
+
+    func signIn(_ credentials: Credentials) async throws(SessionError) {
+        let result = await endpoint.signInResult(credentials)
+        semaphore.wait()
+        defer { semaphore.signal() }
+        guard case .success(let next) = result else { throw .signInFailed }
+        grant = next
+    }
+
+    func signOut() async {
+        semaphore.wait()
+        grant = nil
+        semaphore.signal()
+    }
 }

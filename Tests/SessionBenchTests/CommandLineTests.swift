@@ -165,6 +165,28 @@ struct CommandLineTests {
         #expect(rows.first { $0.hasPrefix("hangs-on-expiry") }?.contains("HUNG") == true, "\(run.stdout)")
         #expect(rows.first { $0.hasPrefix("mutex") }?.contains("pass") == true)
         #expect(run.stdout.contains("stuck in refresh-wait"))
+        // The crash names the trap and where it happened.
+        #expect(run.stdout.contains("SelfTestStores.swift:") && run.stdout.contains("Fatal error: self-test store crashing on purpose"), "\(run.stdout)")
+    }
+
+    @Test("a store that blocks every pool thread is reported hung within the hang timeout; later scenarios say not run")
+    func poolStarvation() throws {
+        let started = Date()
+        let run = try run(
+            ["compare", "--stores", "semaphore-refresh,mutex", "--include-broken", "--scenario", "expiry-storm,401-storm",
+             "--hang-timeout", "2", "--format", "json"] + Self.quick,
+            environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"], timeout: 60)
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(run.status == 1)
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        let stuck = try #require(report.results.first { $0.store == "semaphore-refresh" && $0.scenario == "expiry-storm" })
+        #expect(stuck.verdict == .hung)
+        let hang = try #require(stuck.hang)
+        #expect(hang.stuckCallers > 0, "never '0 stuck'")
+        #expect(hang.detail?.contains("cooperative pool is blocked") == true, "\(hang.detail ?? "")")
+        #expect(report.results.first { $0.store == "semaphore-refresh" && $0.scenario == "401-storm" }?.verdict == .notRun)
+        #expect(report.results.filter { $0.store == "mutex" }.allSatisfy { $0.verdict == .pass })
+        #expect(elapsed < 20, "the hang is reported within the hang timeout and a grace, not after minutes (\(elapsed)s)")
     }
 
     @Test("allocations are counted exactly where jemalloc is installed, and explained where not")
@@ -206,8 +228,28 @@ struct CommandLineTests {
         #expect(passing.status == 0, "\(passing.stderr)")
         let failing = try run(["stress", "--stores", "actor-naive", "--include-broken", "--scenario", "expiry-storm", "--iterations", "2", "--seed", "9"])
         #expect(failing.status == 1)
-        #expect(failing.stderr.contains("reproduce with --seed 9"), "\(failing.stderr)")
         #expect(failing.stdout.contains("I1 single-flight"))
+        // The command it prints runs that store × scenario again, with the same verdict.
+        let line = try #require(failing.stderr.split(separator: "\n").first { $0.contains("reproduce with: ") }, "\(failing.stderr)")
+        let command = line.components(separatedBy: "reproduce with: ")[1].split(separator: " ").map(String.init)
+        #expect(command.first == "session-bench")
+        #expect(command.contains("--seed") && command.contains("9") && command.contains("--include-broken"))
+        let again = try run(Array(command.dropFirst()) + ["--quiet"])
+        #expect(again.status == 1)
+        #expect(again.stdout.contains("I1 single-flight"), "\(again.stdout)")
+    }
+
+    @Test("stress --for runs until the time is up and says how many seeds it ran")
+    func stressForDuration() throws {
+        let started = Date()
+        let run = try run(["stress", "--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "5", "--tasks", "8", "--for", "3s", "--seed", "3"])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(run.status == 0, "\(run.stderr)")
+        let summary = try #require(run.stderr.split(separator: "\n").last { $0.hasPrefix("stress: ") && $0.contains("iteration(s)") })
+        let iterations = Int(summary.dropFirst("stress: ".count).prefix { $0.isNumber }) ?? 0
+        #expect(iterations >= 1 && summary.contains("seeds 3"), "\(summary)")
+        #expect(elapsed >= 3, "goes on until the time is up, not for a fixed count (\(elapsed)s, \(iterations) iterations)")
+        #expect(elapsed < 30, "stops soon after the time is up (\(elapsed)s)")
     }
 
     @Test func helpDocumentsExitStatus() throws {

@@ -74,10 +74,6 @@ struct OracleTests {
         }
     }
 
-    @Test func everyInvariantHasAWrongStore() {
-        let covered = Set(Self.cases.map(\.invariant))
-        #expect(covered == Set(Invariant.allCases))
-    }
 
     @Test(
         "100,000 callers at one expiry: one refresh call, promptly",
