@@ -27,10 +27,21 @@ struct OutcomeJudge {
     let accountOfFamily: [UInt64: Int]
     let familyOfGeneration: [UInt64: UInt64]
     let events: [SessionEvent]
+    private let refreshesByAccount: [Int: [LedgerEntry]]
 
-    func refreshes(of account: Int) -> [LedgerEntry] {
-        entries.filter { $0.call == .refresh && accountOfFamily[$0.family] == account }
+    init(entries: [LedgerEntry], accountOfFamily: [UInt64: Int], familyOfGeneration: [UInt64: UInt64], events: [SessionEvent]) {
+        self.entries = entries
+        self.accountOfFamily = accountOfFamily
+        self.familyOfGeneration = familyOfGeneration
+        self.events = events
+        var byAccount: [Int: [LedgerEntry]] = [:]
+        for entry in entries where entry.call == .refresh {
+            if let account = accountOfFamily[entry.family] { byAccount[account, default: []].append(entry) }
+        }
+        refreshesByAccount = byAccount
     }
+
+    func refreshes(of account: Int) -> [LedgerEntry] { refreshesByAccount[account] ?? [] }
 
     func judge(_ call: ObservedCall) -> Finding? {
         let who = "\(call.phase): caller \(call.caller)"

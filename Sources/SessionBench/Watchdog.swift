@@ -60,22 +60,39 @@ public final class Watchdog: Sendable {
     }
 
     private func loop() {
+        condition.lock()
         while true {
+            // Due timers and the next deadline are read with the condition's lock held, so a
+            // timer scheduled meanwhile (its signal needs that lock) cannot be missed.
             let now = ContinuousClock.now
             let (due, next) = state.withLock(visibleTo: self) { state -> ([Timer], ContinuousClock.Instant?) in
                 let due = state.timers.filter { $0.deadline <= now }
                 state.timers.removeAll { $0.deadline <= now }
                 return (due, state.timers.map(\.deadline).min())
             }
-            for timer in due { timer.action() }
-            condition.lock()
+            if !due.isEmpty {
+                condition.unlock()
+                for timer in due { timer.action() }
+                condition.lock()
+                continue
+            }
             if let next {
                 let wait = (next - ContinuousClock.now).seconds
                 if wait > 0 { _ = condition.wait(until: Date(timeIntervalSinceNow: wait)) }
-            } else {
-                condition.wait()
+                continue
             }
-            condition.unlock()
+            // Nothing to keep: after a second idle the thread ends (the next `schedule` starts
+            // another), so it never keeps a process alive that is otherwise done.
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
+            let done = state.withLock(visibleTo: self) { state -> Bool in
+                guard state.timers.isEmpty else { return false }
+                state.started = false
+                return true
+            }
+            if done {
+                condition.unlock()
+                return
+            }
         }
     }
 }
@@ -95,10 +112,16 @@ public struct Starvation: Sendable {
 /// Tells whether the coordinator of one run keeps making progress.
 ///
 /// Before each wait the coordinator says by when it will be back (its own deadline, plus a
-/// grace for a busy machine) and what it is waiting for; when it is not back by then, the
-/// watchdog thread calls `onStarved` once, with that description. The coordinator may never
-/// run again after that, so `onStarved` must do whatever reporting is left (the measuring
-/// process writes its verdict and exits).
+/// grace for a busy machine) and what it is waiting for. When it is not back by then, the
+/// watchdog thread asks the cooperative pool whether it runs anything at all: it enqueues a
+/// probe task at the coordinator's own priority (a higher one may get a thread of its own)
+/// and watches the process's CPU time. If the probe runs, the pool
+/// is only busy (a loaded machine, a sanitizer) and the wait goes on. If it does not, and the
+/// process is idle — its threads blocked, not working — the pool is starved, and `onStarved`
+/// is called once with the description. A pool whose threads spin without running the probe
+/// gets a few more chances, then counts as starved too. The coordinator may never run again
+/// after that, so `onStarved` must do whatever reporting is left (the measuring process
+/// writes its verdict and exits).
 final class StarvationWatch: Sendable {
     private struct Armed {
         var generation: UInt64 = 0
@@ -109,6 +132,11 @@ final class StarvationWatch: Sendable {
     private let armed = Mutex(Armed())
     private let onStarved: @Sendable (Starvation) -> Void
     let grace: Duration
+    /// How long the probe is given to run.
+    static let probeWindow: Duration = .milliseconds(500)
+    /// Probe windows a spinning, probe-starving pool is given before it counts as starved.
+    /// (A merely busy pool runs the probe sooner or later: 10 s of chances.)
+    static let spinningChances = 20
 
     init(grace: Duration, onStarved: @escaping @Sendable (Starvation) -> Void) {
         self.grace = grace
@@ -117,19 +145,10 @@ final class StarvationWatch: Sendable {
 
     /// The coordinator expects to be back by `deadline` (grace is added here).
     func expectBack(by deadline: ContinuousClock.Instant, describe: @escaping @Sendable () -> Starvation) {
-        let due = deadline + grace
+        let priority = Task.currentPriority
         armed.withLock(visibleTo: self) { armed in
-            if let timer = armed.timer { Watchdog.shared.cancel(timer) }
             armed.generation &+= 1
-            let generation = armed.generation
-            armed.timer = Watchdog.shared.schedule(at: due) { [self] in
-                let fire = self.armed.withLock(visibleTo: self) { armed -> Bool in
-                    guard armed.generation == generation, !armed.fired else { return false }
-                    armed.fired = true
-                    return true
-                }
-                if fire { onStarved(describe()) }
-            }
+            schedule(&armed, at: deadline + grace, generation: armed.generation, priority: priority, spinning: 0, describe: describe)
         }
     }
 
@@ -141,4 +160,55 @@ final class StarvationWatch: Sendable {
             armed.timer = nil
         }
     }
+
+    private func schedule(
+        _ armed: inout Armed, at due: ContinuousClock.Instant, generation: UInt64, priority: TaskPriority, spinning: Int,
+        describe: @escaping @Sendable () -> Starvation
+    ) {
+        if let timer = armed.timer { Watchdog.shared.cancel(timer) }
+        armed.timer = Watchdog.shared.schedule(at: due) { [self] in
+            guard isCurrent(generation) else { return }
+            probe(generation: generation, priority: priority, spinning: spinning, describe: describe)
+        }
+    }
+
+    private func isCurrent(_ generation: UInt64) -> Bool {
+        armed.withLock(visibleTo: self) { $0.generation == generation && !$0.fired }
+    }
+
+    /// Runs on the watchdog thread when the coordinator is late.
+    private func probe(
+        generation: UInt64, priority: TaskPriority, spinning: Int, describe: @escaping @Sendable () -> Starvation
+    ) {
+        let ran = ProbeFlag()
+        Task.detached(priority: priority) { ran.flag.store(true, ordering: .releasing) }
+        let cpuBefore = ResourceUsage.cpuSeconds
+        let window = Self.probeWindow
+        let timer = Watchdog.shared.schedule(at: .now + window) { [self] in
+            let alive = ran.flag.load(ordering: .acquiring)
+            let busy = ResourceUsage.cpuSeconds - cpuBefore > 0.2 * window.seconds
+            let starved = !alive && (!busy || spinning >= Self.spinningChances)
+            let fire = armed.withLock(visibleTo: self) { armed -> Bool in
+                guard armed.generation == generation, !armed.fired else { return false }
+                if starved {
+                    armed.fired = true
+                    return true
+                }
+                // Alive but slow, or spinning: look again after another grace.
+                schedule(
+                    &armed, at: .now + (alive ? grace : window), generation: generation, priority: priority,
+                    spinning: alive ? 0 : spinning + 1, describe: describe)
+                return false
+            }
+            if fire { onStarved(describe()) }
+        }
+        armed.withLock(visibleTo: self) { armed in
+            if armed.generation == generation { armed.timer = timer } else { Watchdog.shared.cancel(timer) }
+        }
+    }
+}
+
+/// Set by a probe task when the cooperative pool runs it.
+private final class ProbeFlag: Sendable {
+    let flag = Atomic(false)
 }
