@@ -45,7 +45,7 @@ let package = Package(
         .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"]),
         .testTarget(
             name: "SessionBenchTests",
-            dependencies: ["SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract"]
+            dependencies: ["SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract", "SessionSync"]
         ),
         .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"]),
         .testTarget(

@@ -5,7 +5,9 @@ import Testing
 
 /// Every bug class the tool exists to catch, each in a store of its own, run through the
 /// default scenarios exactly as `compare` runs them.
-@Suite("A default compare catches every bug class", .timeLimit(.minutes(10)))
+@Suite(
+    "A default compare catches every bug class", .timeLimit(.minutes(10)),
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
 struct BugClassTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let store: StoreDescriptor
@@ -23,6 +25,7 @@ struct BugClassTests {
         Case(store: TwoRefreshPathsStore.descriptor("two-refresh-paths"), expected: .singleFlight, scenario: "401-storm"),
         Case(store: LastWriterWinsCacheStore.descriptor("last-writer-wins-cache"), expected: .monotonic, scenario: "401-storm"),
         Case(store: GivesUpStore.descriptor("gives-up"), expected: .served, scenario: "expiry-storm"),
+        Case(store: TryLockStore.descriptor("try-lock"), expected: .served, scenario: "steady-reads"),
         Case(store: BlipLogsOutStore.descriptor("blip-logs-out"), expected: .sessionKept, scenario: "flaky-server"),
         Case(store: IgnoresCurrent401Store.descriptor("ignores-current-401"), expected: .staleRejectionDoesNotRefresh, scenario: "401-storm"),
         Case(store: LazySignOutCacheStore.descriptor("lazy-sign-out-cache"), expected: .signOutFence, scenario: "sign-out-race"),
@@ -39,7 +42,7 @@ struct BugClassTests {
 
     @Test(arguments: cases)
     func caught(_ testCase: Case) async throws {
-        let runner = ScenarioRunner()
+        let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
         var results: [ScenarioResult] = []
         for scenario in ScenarioCatalog.defaults {
             let result = await runner.run(testCase.store, scenario)

@@ -38,7 +38,7 @@ struct OracleTests {
         return scenario
     }
 
-    let runner = ScenarioRunner(hangTimeout: .seconds(5))
+    let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
 
     @Test(arguments: cases)
     func caught(_ testCase: Case) async throws {
@@ -82,7 +82,7 @@ struct OracleTests {
         var scenario = try ScenarioCatalog.named("scale-storm")
         scenario.tasks = 100_000
         // A storm that grows quadratically with its waiters (as one did) blows this watchdog.
-        let result = await ScenarioRunner(hangTimeout: .seconds(20)).run(store, scenario)
+        let result = await ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout * 4).run(store, scenario)
         #expect(result.verdict == .pass, "\(result.hang.map { "\($0)" } ?? "") \(result.violations)")
         #expect(result.refreshCalls == 1)
         #expect(result.stormCallers == 100_000)

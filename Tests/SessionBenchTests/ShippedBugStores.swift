@@ -1,9 +1,12 @@
+import Foundation
 import SessionContract
+import SessionSync
 import SessionStores
 import Synchronization
 
 // Stores with one bug each of the kinds well-known libraries shipped, written the way an app
-// would write them. The oracle must catch each in a default `compare`.
+// would write them. The oracle must catch each in a default `compare`. Their mutexes announce
+// themselves to ThreadSanitizer (`withLock(visibleTo:)`), so a TSan run reports only real races.
 
 /// The state most of these stores keep: the grant, and whether the session was revoked.
 struct SessionState: Sendable {
@@ -17,7 +20,7 @@ final class AsyncLock: Sendable {
 
     func lock() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
+            let now = state.withLock(visibleTo: self) { state -> Bool in
                 if !state.held {
                     state.held = true
                     return true
@@ -30,7 +33,7 @@ final class AsyncLock: Sendable {
     }
 
     func unlock() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLock(visibleTo: self) { state -> CheckedContinuation<Void, Never>? in
             if state.waiting.isEmpty {
                 state.held = false
                 return nil
@@ -60,7 +63,7 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
     }
 
     func freshToken() throws(SessionError) -> AccessToken? {
-        let snapshot = state.withLock { $0 }
+        let snapshot = state.withLock(visibleTo: self) { $0 }
         if snapshot.revoked { throw .refreshTokenRevoked }
         guard let grant = snapshot.grant else { throw .signedOut }
         return grant.accessToken.isFresh(at: clock.now(), margin: skew) ? grant.accessToken : nil
@@ -68,13 +71,13 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
 
     /// One refresh with the current refresh token, storing the result.
     func refreshNow() async throws(SessionError) -> AccessToken {
-        guard let refreshToken = state.withLock({ $0.grant?.refreshToken }) else { throw .signedOut }
+        guard let refreshToken = state.withLock(visibleTo: self, { $0.grant?.refreshToken }) else { throw .signedOut }
         switch await endpoint.refreshResult(refreshToken) {
         case .success(let grant):
-            state.withLock { $0.grant = grant }
+            state.withLock(visibleTo: self) { $0.grant = grant }
             return grant.accessToken
         case .failure(.invalidGrant), .failure(.invalidCredentials):
-            state.withLock { $0.revoked = true }
+            state.withLock(visibleTo: self) { $0.revoked = true }
             throw .refreshTokenRevoked
         case .failure:
             throw .refreshFailed
@@ -92,20 +95,20 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
     }
 
     func signIn(_ credentials: Credentials) async throws(SessionError) {
-        state.withLock { $0 = SessionState() }
+        state.withLock(visibleTo: self) { $0 = SessionState() }
         switch await endpoint.signInResult(credentials) {
-        case .success(let grant): state.withLock { $0.grant = grant }
+        case .success(let grant): state.withLock(visibleTo: self) { $0.grant = grant }
         case .failure: throw .signInFailed
         }
     }
 
-    func signOut() async { state.withLock { $0 = SessionState() } }
+    func signOut() async { state.withLock(visibleTo: self) { $0 = SessionState() } }
 
     let grantRefresh = Mutex<Task<Result<TokenGrant, TokenEndpointError>, Never>?>(nil)
 
     /// Joins the refresh in flight, or starts one presenting `refreshToken`.
     func joinRefresh(presenting refreshToken: RefreshToken) async -> Result<TokenGrant, TokenEndpointError> {
-        let task = grantRefresh.withLock { current in
+        let task = grantRefresh.withLock(visibleTo: self) { current in
             if let current { return current }
             let endpoint = self.endpoint
             let task = Task { await endpoint.refreshResult(refreshToken) }
@@ -113,7 +116,7 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
             return task
         }
         let result = await task.value
-        grantRefresh.withLock { if $0 == task { $0 = nil } }
+        grantRefresh.withLock(visibleTo: self) { if $0 == task { $0 = nil } }
         return result
     }
 
@@ -121,7 +124,7 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
     func joinRefreshNow(in slot: borrowing Mutex<Task<Result<AccessToken, SessionError>, Never>?>) async
         -> Result<AccessToken, SessionError>
     {
-        let task = slot.withLock { current in
+        let task = slot.withLock(visibleTo: self) { current in
             if let current { return current }
             let task = Task { () -> Result<AccessToken, SessionError> in
                 do throws(SessionError) { return .success(try await self.refreshNow()) } catch { return .failure(error) }
@@ -130,7 +133,7 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
             return task
         }
         let result = await task.value
-        slot.withLock { if $0 == task { $0 = nil } }
+        slot.withLock(visibleTo: self) { if $0 == task { $0 = nil } }
         return result
     }
 }
@@ -156,14 +159,14 @@ final class LateJoinerStore: HandwrittenStore, @unchecked Sendable {
 
     override func validToken() async throws(SessionError) -> AccessToken {
         if let token = try freshToken() { return token }
-        if let running = inFlight.withLock({ $0 }) {
+        if let running = inFlight.withLock(visibleTo: self, { $0 }) {
             await running.value
             return try await refreshNow()  // should have returned the token it waited for
         }
         let task = Task { _ = try? await self.refreshNow() }
-        inFlight.withLock { $0 = task }
+        inFlight.withLock(visibleTo: self) { $0 = task }
         await task.value
-        inFlight.withLock { $0 = nil }
+        inFlight.withLock(visibleTo: self) { $0 = nil }
         guard let token = try freshToken() else { throw .refreshFailed }
         return token
     }
@@ -199,13 +202,13 @@ final class GivesUpStore: HandwrittenStore, @unchecked Sendable {
 final class BlipLogsOutStore: HandwrittenStore, @unchecked Sendable {
     override func validToken() async throws(SessionError) -> AccessToken {
         if let token = try freshToken() { return token }
-        guard let refreshToken = state.withLock({ $0.grant?.refreshToken }) else { throw .signedOut }
+        guard let refreshToken = state.withLock(visibleTo: self, { $0.grant?.refreshToken }) else { throw .signedOut }
         switch await joinRefresh(presenting: refreshToken) {
         case .success(let grant):
-            state.withLock { if $0.grant?.refreshToken == refreshToken { $0.grant = grant } }
+            state.withLock(visibleTo: self) { if $0.grant?.refreshToken == refreshToken { $0.grant = grant } }
             return grant.accessToken
         case .failure:
-            state.withLock { $0 = SessionState(grant: nil, revoked: true) }  // any failure logs out
+            state.withLock(visibleTo: self) { $0 = SessionState(grant: nil, revoked: true) }  // any failure logs out
             throw .refreshTokenRevoked
         }
     }
@@ -228,26 +231,26 @@ class FastPathCacheStore: WrappedStore, @unchecked Sendable {
     let cache = Mutex<AccessToken?>(nil)
 
     override func validToken() async throws(SessionError) -> AccessToken {
-        if let cached = cache.withLock({ $0 }), cached.isFresh(at: configuration.clock.now(), margin: configuration.refreshSkew) {
+        if let cached = cache.withLock(visibleTo: self, { $0 }), cached.isFresh(at: configuration.clock.now(), margin: configuration.refreshSkew) {
             return cached
         }
         let token = try await inner.validToken()
-        cache.withLock { $0 = token }
+        cache.withLock(visibleTo: self) { $0 = token }
         return token
     }
 
     override func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
-        cache.withLock { if $0?.generation == token.generation { $0 = nil } }
+        cache.withLock(visibleTo: self) { if $0?.generation == token.generation { $0 = nil } }
         return try await inner.tokenRejected(token)
     }
 
     override func signOut() async {
-        cache.withLock { $0 = nil }
+        cache.withLock(visibleTo: self) { $0 = nil }
         await inner.signOut()
     }
 
     override func signIn(_ credentials: Credentials) async throws(SessionError) {
-        cache.withLock { $0 = nil }
+        cache.withLock(visibleTo: self) { $0 = nil }
         try await inner.signIn(credentials)
     }
 }
@@ -267,7 +270,7 @@ final class LazySignOutCacheStore: FastPathCacheStore, @unchecked Sendable {
         await inner.signOut()
         Task {
             try? await Task.sleep(for: .milliseconds(5))
-            self.cache.withLock { $0 = nil }
+            self.cache.withLock(visibleTo: self) { $0 = nil }
         }
     }
 }
@@ -285,13 +288,13 @@ final class UserSwitchKeepsCacheStore: FastPathCacheStore, @unchecked Sendable {
 final class ResurrectingStore: HandwrittenStore, @unchecked Sendable {
     override func validToken() async throws(SessionError) -> AccessToken {
         if let token = try freshToken() { return token }
-        guard let refreshToken = state.withLock({ $0.grant?.refreshToken }) else { throw .signedOut }
+        guard let refreshToken = state.withLock(visibleTo: self, { $0.grant?.refreshToken }) else { throw .signedOut }
         switch await joinRefresh(presenting: refreshToken) {
         case .success(let grant):
-            state.withLock { $0.grant = grant }  // missing: was the session ended meanwhile?
+            state.withLock(visibleTo: self) { $0.grant = grant }  // missing: was the session ended meanwhile?
             return grant.accessToken
         case .failure(.invalidGrant), .failure(.invalidCredentials):
-            state.withLock { $0.revoked = true }
+            state.withLock(visibleTo: self) { $0.revoked = true }
             throw .refreshTokenRevoked
         case .failure:
             throw .refreshFailed
@@ -304,8 +307,8 @@ final class ResurrectingStore: HandwrittenStore, @unchecked Sendable {
     }
 
     override func signOut() async {
-        grantRefresh.withLock { $0 = nil }
-        state.withLock { $0 = SessionState() }
+        grantRefresh.withLock(visibleTo: self) { $0 = nil }
+        state.withLock(visibleTo: self) { $0 = SessionState() }
     }
 }
 
@@ -316,7 +319,7 @@ final class InitiatorRunsRefreshStore: HandwrittenStore, @unchecked Sendable {
 
     override func validToken() async throws(SessionError) -> AccessToken {
         if let token = try freshToken() { return token }
-        let isFirst = waiters.withLock { list -> Bool in
+        let isFirst = waiters.withLock(visibleTo: self) { list -> Bool in
             if list == nil {
                 list = []
                 return true
@@ -326,7 +329,7 @@ final class InitiatorRunsRefreshStore: HandwrittenStore, @unchecked Sendable {
         if isFirst {
             let outcome: Result<AccessToken, SessionError>
             do throws(SessionError) { outcome = .success(try await refreshNow()) } catch { outcome = .failure(error) }
-            let parked = waiters.withLock { list in
+            let parked = waiters.withLock(visibleTo: self) { list in
                 defer { list = nil }
                 return list ?? []
             }
@@ -334,7 +337,7 @@ final class InitiatorRunsRefreshStore: HandwrittenStore, @unchecked Sendable {
             return try outcome.get()
         }
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<AccessToken, SessionError>, Never>) in
-            let parked = waiters.withLock { list -> Bool in
+            let parked = waiters.withLock(visibleTo: self) { list -> Bool in
                 guard list != nil else { return false }
                 list!.append(continuation)
                 return true
@@ -353,7 +356,7 @@ final class ForgetsWaitersOnFailureStore: HandwrittenStore, @unchecked Sendable 
     override func validToken() async throws(SessionError) -> AccessToken {
         if let token = try freshToken() { return token }
         let token = await withCheckedContinuation { (continuation: CheckedContinuation<AccessToken, Never>) in
-            let start = waiters.withLock { list -> Bool in
+            let start = waiters.withLock(visibleTo: self) { list -> Bool in
                 if list == nil {
                     list = [continuation]
                     return true
@@ -364,10 +367,10 @@ final class ForgetsWaitersOnFailureStore: HandwrittenStore, @unchecked Sendable 
             guard start else { return }
             Task {
                 guard let token = try? await self.refreshNow() else {
-                    self.waiters.withLock { $0 = nil }  // the waiters are dropped, never resumed
+                    self.waiters.withLock(visibleTo: self) { $0 = nil }  // the waiters are dropped, never resumed
                     return
                 }
-                let parked = self.waiters.withLock { list in
+                let parked = self.waiters.withLock(visibleTo: self) { list in
                     defer { list = nil }
                     return list ?? []
                 }
@@ -391,5 +394,23 @@ final class RetryStormStore: HandwrittenStore, @unchecked Sendable {
             if let token = try? await refreshNow() { return token }
         }
         throw .refreshFailed
+    }
+}
+
+/// Guards its token with `NSLock.try()` and reports 'busy' as a failed refresh instead of
+/// waiting: under contention, plain reads of a fresh token fail.
+final class TryLockStore: HandwrittenStore, @unchecked Sendable {
+    private let lock = NSLock()
+
+    override func validToken() async throws(SessionError) -> AccessToken {
+        guard let fresh = tryRead() else { throw .refreshFailed }  // busy: should have waited
+        if let token = try fresh.get() { return token }
+        return try await refreshNow()
+    }
+
+    private func tryRead() -> Result<AccessToken?, SessionError>? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return Result { () throws(SessionError) in try freshToken() }
     }
 }
