@@ -27,7 +27,7 @@ public struct RunMetadata: Sendable, Codable {
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 3
+    public static let csvSchemaVersion = 4
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
@@ -52,7 +52,7 @@ public struct ResultsReport: Sendable, Codable {
     /// The fixed CSV header; the README documents each column.
     public static let csvColumns = [
         "schema_version", "store", "scenario", "kind", "sweep_parameter", "sweep_value", "repeat", "operation", "verdict", "violated_invariants", "tasks", "seed",
-        "operations", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
+        "operations", "failed_calls", "unissued_calls", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
         "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
         "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
         "empty_store_ops_per_s", "store_bytes_per_waiter", "caller_bytes_per_waiter",
@@ -70,7 +70,8 @@ public struct ResultsReport: Sendable, Codable {
                     result.sweep?.parameter.rawValue ?? "", result.sweep.map { ThresholdCheck.format($0.value) } ?? "",
                     result.sweep.map { String($0.repeatIndex) } ?? "", latency?.kind.rawValue ?? "", result.verdict.rawValue,
                     result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: " "),
-                    "\(result.tasks)", "\(result.seed)", "\(result.operations)", Self.number(result.seconds, 6),
+                    "\(result.tasks)", "\(result.seed)", "\(result.operations)", "\(result.failedCalls)",
+                    result.unissuedCalls.map { "\($0)" } ?? "", Self.number(result.seconds, 6),
                     Self.number(result.throughput, 1), latency.map { "\($0.count)" } ?? "",
                     latency.map { "\($0.p50)" } ?? "", latency.map { "\($0.p90)" } ?? "",
                     latency.map { "\($0.p99)" } ?? "", latency.map { "\($0.p999)" } ?? "",

@@ -97,9 +97,11 @@ extension ResultsReport {
                 let runs = results.filter { $0.store == store && $0.sweep?.value == value }
                 guard !runs.isEmpty else { continue }
                 let verdicts = Set(runs.map(\.verdict.rawValue)).sorted().joined(separator: ",")
+                let latencies = runs.compactMap { run in run.headlineLatency.flatMap { $0.count > 0 ? Double($0.p99) : nil } }
                 var row = [
                     ThresholdCheck.format(value), store, verdicts, Format.rate(Self.median(runs.map(\.throughput))),
-                    Format.nanoseconds(Self.median(runs.compactMap { $0.headlineLatency.map { Double($0.p99) } })),
+                    // No served call, no latency: a dash, never a 0 that reads as "fast".
+                    latencies.isEmpty ? "—" : Format.nanoseconds(Self.median(latencies)),
                 ]
                 if let baseline {
                     let ratios = runs.compactMap { run -> Double? in

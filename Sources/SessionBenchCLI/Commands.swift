@@ -60,12 +60,13 @@ struct List: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the stores and scenarios, one per line.")
 
     func run() {
+        let width = max(16, (StoreRegistry.all.map(\.name.count).max() ?? 0) + 1)
         print("stores:")
         for store in StoreRegistry.all {
             let marks = [store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil]
                 .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
-            print("  \(store.name.padding(toLength: 16, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
+            print("  \(store.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
         }
         print("scenarios:")
         for scenario in ScenarioCatalog.all {
@@ -146,7 +147,7 @@ struct Stress: AsyncParsableCommand {
             iteration += 1
         }
         let failures = all.count { $0.verdict != .pass }
-        if !output.quiet {
+        do {
             let seeds = iteration == 0 ? "none" : iteration == 1 ? "\(firstSeed)" : "\(firstSeed)…\(firstSeed &+ UInt64(iteration - 1))"
             Log.progress(
                 "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
