@@ -119,10 +119,10 @@ struct OutcomeJudge {
         } else {
             byOtherUser = false
         }
-        let how = ended.isSignIn ? (byOtherUser ? "another user signed in" : "a new sign-in") : "sign-out"
+        let how = ended.isSignIn ? (byOtherUser ? "another user's sign-in" : "a new sign-in") : "the sign-out"
         return Finding(
             invariant: byOtherUser ? .noCrossUserLeak : .signOutFence,
-            summary: "\(who) started after the \(how) returned and got generation \(issued.generation) of the ended session",
+            summary: "\(who) started after \(how) returned and got generation \(issued.generation) of the ended session",
             trace: [
                 "family \(family) ended: \(how) returned at +\(relative(ended.returnedNanos))",
                 "the call started at +\(relative(call.startedNanos)) and returned generation \(issued.generation) (family \(family))",

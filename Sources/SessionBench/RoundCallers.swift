@@ -102,6 +102,17 @@ extension RoundState {
         }
     }
 
+    /// Waits (briefly) until every refresh the server has received is answered, so a refresh
+    /// whose callers all left early — every one cancelled — still counts in its own round.
+    mutating func refreshesAnswered() async {
+        let deadline = ContinuousClock.now + .milliseconds(200)
+        while server.gate.waitingCount > 0 || server.ledger.entries.contains(where: { $0.call == .refresh && $0.respondedAt == nil }),
+            ContinuousClock.now < deadline
+        {
+            await pause(.microseconds(200))
+        }
+    }
+
     /// Lets the callers that are in reach the point where they wait: until this process
     /// stops using CPU (every caller parked, the machine quiet), a short bounded while.
     mutating func settle() async {

@@ -251,6 +251,7 @@ extension RoundState {
     mutating func releaseAndCollect(_ waves: [Wave], round: Int, ledgerStart: Int) async -> [ObservedCall]? {
         server.gate.release()
         guard let calls = await collect(waves, phase: "round \(round)") else { return nil }
+        await refreshesAnswered()
         record(calls)
         countStorm(calls, ledgerStart: ledgerStart)
         return calls
@@ -284,7 +285,10 @@ extension RoundState {
         let trace = attempts.prefix(4).map { entry -> String in
             var line = Oracle.describe(entry)
             if entry.index != first.index, let answered = first.respondedAt {
-                line += String(format: ", sent %.3fms after the first refresh was answered", Double(entry.sentAt - answered) / 1e6)
+                let gap = Double(entry.sentAt - answered) / 1e6
+                line += gap >= 0
+                    ? String(format: ", sent %.3fms after the first refresh was answered", gap)
+                    : String(format: ", sent while the first refresh was in flight (%.3fms before it was answered)", -gap)
             } else if let released {
                 line += String(format: ", sent %.3fms before the held refresh was released", Double(released - entry.sentAt) / 1e6)
             }
