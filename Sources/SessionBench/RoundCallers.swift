@@ -241,7 +241,7 @@ extension RoundState {
         let judge = OutcomeJudge(
             entries: server.ledger.entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration,
             events: events)
-        let watermark = Watermark(history + calls)
+        watermark.add(calls)
         for call in calls {
             if let finding = judge.judge(call) { oracle.report(finding) }
             guard case .success(let issued) = call.outcome else {
@@ -258,19 +258,18 @@ extension RoundState {
                         "the token expired at \(issued.expiresAt.nanoseconds)ns on the store's clock; the call started at \(call.startedAt.nanoseconds)ns"
                     ] + (server.ledger.entries.first { $0.issuedGeneration == issued.generation }.map { ["issued by " + Oracle.describe($0)] } ?? []))
             }
-            if let (seen, by) = watermark.highest(account: call.account, endedBefore: call.startedNanos),
+            if let seen = watermark.highest(account: call.account, endedBefore: call.startedNanos),
                 issued.generation < seen.generation
             {
                 oracle.report(
                     .monotonic,
                     "\(call.phase): caller \(call.caller) got generation \(issued.generation) after generation \(seen.generation) had been handed out",
                     trace: [
-                        "\(by.phase): caller \(by.caller) got generation \(seen.generation) and returned before the later call started",
+                        "\(seen.phase): caller \(seen.caller) got generation \(seen.generation) and returned before the later call started",
                         "\(call.phase): caller \(call.caller) then got the older generation \(issued.generation)",
                     ])
             }
         }
-        history += calls
     }
 
     /// The callers to cancel among `callers`, drawn from the scenario's seed.
@@ -282,38 +281,45 @@ extension RoundState {
     }
 }
 
-/// The highest generation handed out by calls that had returned by a given instant, per account.
+/// The highest generation handed out by calls that had returned by a given instant, per
+/// account, over the whole run. Only the points where that highest generation rises are kept
+/// (one per generation ever handed out, not one per call), so a run of any length stays cheap.
 struct Watermark {
-    private var ends: [Int: [(end: Int64, generation: UInt64, call: Int)]] = [:]
-    private var calls: [ObservedCall]
+    struct Point {
+        let end: Int64
+        let generation: UInt64
+        let caller: Int
+        let phase: String
+    }
 
-    init(_ calls: [ObservedCall]) {
-        self.calls = calls
-        var byAccount: [Int: [(end: Int64, generation: UInt64, call: Int)]] = [:]
-        for (index, call) in calls.enumerated() {
+    private var points: [Int: [Point]] = [:]
+
+    /// Adds calls, in any order relative to those added before.
+    mutating func add(_ calls: [ObservedCall]) {
+        var touched = Set<Int>()
+        for call in calls {
             guard let issued = call.token else { continue }
-            byAccount[call.account, default: []].append((call.endedNanos, issued.generation, index))
+            points[call.account, default: []].append(
+                Point(end: call.endedNanos, generation: issued.generation, caller: call.caller, phase: call.phase))
+            touched.insert(call.account)
         }
-        for (account, list) in byAccount {
-            var sorted = list.sorted { $0.end < $1.end }
-            // Running maximum, so a binary search answers "highest before".
-            for index in sorted.indices.dropFirst() where sorted[index].generation < sorted[index - 1].generation {
-                sorted[index] = (sorted[index].end, sorted[index - 1].generation, sorted[index - 1].call)
+        for account in touched {
+            var rising: [Point] = []
+            for point in points[account]!.sorted(by: { $0.end < $1.end }) where point.generation > (rising.last?.generation ?? 0) {
+                rising.append(point)
             }
-            ends[account] = sorted
+            points[account] = rising
         }
     }
 
-    func highest(account: Int, endedBefore instant: Int64) -> (ObservedCall.Issued, ObservedCall)? {
-        guard let list = ends[account], !list.isEmpty else { return nil }
+    /// The highest generation among the calls of `account` that returned before `instant`.
+    func highest(account: Int, endedBefore instant: Int64) -> Point? {
+        guard let list = points[account], !list.isEmpty else { return nil }
         var low = 0, high = list.count
         while low < high {
             let mid = (low + high) / 2
             if list[mid].end < instant { low = mid + 1 } else { high = mid }
         }
-        guard low > 0 else { return nil }
-        let entry = list[low - 1]
-        let call = calls[entry.call]
-        return call.token.map { ($0, call) }
+        return low > 0 ? list[low - 1] : nil
     }
 }

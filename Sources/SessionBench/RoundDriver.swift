@@ -46,8 +46,8 @@ struct RoundState {
     let subjects: [[Subject]]
     var signedInSlot: [Int]
     var outcome = DriverOutcome()
-    /// Every call observed so far, for the checks that look back (monotonic, fence).
-    var history: [ObservedCall] = []
+    /// The highest generation handed out over time, for the monotonic check.
+    var watermark = Watermark()
     /// Sign-ins and sign-outs the harness made, by account.
     var events: [SessionEvent] = []
     var accountOfFamily: [UInt64: Int] = [:]
