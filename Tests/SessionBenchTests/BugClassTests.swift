@@ -25,7 +25,7 @@ struct BugClassTests {
         Case(store: TwoRefreshPathsStore.descriptor("two-refresh-paths"), expected: .singleFlight, scenario: "401-storm"),
         Case(store: LastWriterWinsCacheStore.descriptor("last-writer-wins-cache"), expected: .monotonic, scenario: "401-storm"),
         Case(store: GivesUpStore.descriptor("gives-up"), expected: .served, scenario: "expiry-storm"),
-        Case(store: TryLockStore.descriptor("try-lock"), expected: .served, scenario: "steady-reads"),
+        Case(store: StorageBlipSignsOutStore.descriptor("storage-blip-signs-out"), expected: .sessionKept, scenario: "steady-reads"),
         Case(store: BlipLogsOutStore.descriptor("blip-logs-out"), expected: .sessionKept, scenario: "flaky-server"),
         Case(store: IgnoresCurrent401Store.descriptor("ignores-current-401"), expected: .staleRejectionDoesNotRefresh, scenario: "401-storm"),
         Case(store: LazySignOutCacheStore.descriptor("lazy-sign-out-cache"), expected: .signOutFence, scenario: "sign-out-race"),
