@@ -41,6 +41,9 @@ struct SteadyDriver {
         var operations: UInt64 = 0
         var failures: UInt64 = 0
         var unissued: UInt64 = 0
+        /// Turns given to the other callers (`Task.yield()`): each costs the harness about one
+        /// allocation, taken out of the store's count.
+        var yields: UInt64 = 0
         /// Latency samples, in ticks; only the first ``sampledWorkers`` workers keep them.
         var reads: Histogram<UInt64>?
         var writes: Histogram<UInt64>?
@@ -63,6 +66,8 @@ struct SteadyDriver {
             guard let reports, seconds > 0 else { return nil }
             return Double(reports.reduce(0) { $0 + $1.operations }) / seconds
         }
+
+        var yields: UInt64 { reports?.reduce(0) { $0 + $1.yields } ?? 0 }
     }
 
     func run(counter: AllocationCounter?) async -> DriverOutcome {
@@ -86,13 +91,20 @@ struct SteadyDriver {
             account: 0, kind: .signIn(slot: 0, family: server.ledger.entries.first?.family), startedNanos: signInStart,
             returnedNanos: TokenServer.realNanoseconds())
         let short = min(scenario.duration, .milliseconds(100))
+        var perYield: (count: Double, bytes: Double)?
+        if let counter { perYield = await Self.yieldCost(counter) }
         let empty = await loop(EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, counter, checked: false)
         let bare = await loop(store, .bare, short, nil, checked: false)
         let measured = await loop(store, .measured, scenario.duration, counter, checked: true)
         outcome.seconds = measured.seconds
         if let total = measured.allocations, let fixed = empty.allocations {
+            // The harness's cost: the empty-store loop's, plus the turns the longer measured loop
+            // took beyond it (the number of turns follows time, not calls).
+            let extraYields = Double(measured.yields > empty.yields ? measured.yields - empty.yields : 0)
+            let harnessCount = fixed.count + UInt64(extraYields * (perYield?.count ?? 0))
+            let harnessBytes = fixed.bytes + UInt64(extraYields * (perYield?.bytes ?? 0))
             outcome.allocations = .init(
-                count: total.count - min(total.count, fixed.count), bytes: total.bytes - min(total.bytes, fixed.bytes))
+                count: total.count - min(total.count, harnessCount), bytes: total.bytes - min(total.bytes, harnessBytes))
         }
         for stage in [("bare loop", bare), ("steady reads", measured)] {
             guard stage.1.reports == nil else { continue }
@@ -197,6 +209,7 @@ struct SteadyDriver {
                         if now >= deadline { break }
                         if now >= nextYield {
                             await Task.yield()
+                            report.yields += 1
                             nextYield = SampleClock.ticks() + sliceTicks
                             batchStart = 0
                             continue
@@ -212,6 +225,7 @@ struct SteadyDriver {
                         if t0 >= deadline { break }
                         if t0 >= nextYield {
                             await Task.yield()
+                            report.yields += 1
                             nextYield = SampleClock.ticks() + sliceTicks
                             batchStart = 0
                             continue
@@ -250,6 +264,7 @@ struct SteadyDriver {
                         if t0 >= deadline { break }
                         if t0 >= nextYield {
                             await Task.yield()
+                            report.yields += 1
                             nextYield = SampleClock.ticks() + sliceTicks
                             continue
                         }
@@ -323,6 +338,19 @@ struct SteadyDriver {
             allocations = .init(count: after.count - before.count, bytes: after.bytes - before.bytes)
         }
         return Loop(reports: reports, seconds: seconds, allocations: allocations, stuck: tasks - latch.finishedCount)
+    }
+
+    /// Allocations (count, bytes) one `Task.yield()` costs, with two tasks taking turns as
+    /// steady callers do.
+    static func yieldCost(_ counter: AllocationCounter) async -> (count: Double, bytes: Double) {
+        let turns = 5_000
+        let before = counter.snapshot()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 { group.addTask { for _ in 0..<turns { await Task.yield() } } }
+        }
+        let after = counter.snapshot()
+        let total = Double(2 * turns)
+        return (Double(after.count &- before.count) / total, Double(after.bytes &- before.bytes) / total)
     }
 
     /// The next batch size: halved when a batch outlasts the time slice (a slow store must not
