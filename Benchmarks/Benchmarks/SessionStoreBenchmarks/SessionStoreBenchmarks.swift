@@ -4,7 +4,7 @@ import SessionStores
 import TokenServer
 
 // Single operations per store, for the Swift ecosystem's `swift package benchmark` flow.
-// Gated on allocation counts only (`Thresholds/`): exact, so a shared CI machine cannot make
+// Gated on allocation counts only (`Thresholds/`): counts, so a shared CI machine cannot make
 // them flaky. Wall-clock figures are printed for people, never gated. ARC metrics are not
 // used (they crash on Swift 6.3 Linux).
 
@@ -24,16 +24,20 @@ struct Fixture {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    let exact = BenchmarkThresholds(absolute: [.p90: 0])
+    // Reads run 1,000 calls per iteration: one extra allocation per call moves the count by
+    // 1,000. A store that hops executors (main-actor, serial-queue, actor-task) sometimes finds
+    // a reusable job and saves one allocation in a thousand (999 seen in CI), so the limit
+    // allows 1% either way: far below the smallest regression it exists to catch.
+    let counted = BenchmarkThresholds(absolute: [.p90: 10])
     let allocations: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal]
     Benchmark.defaultConfiguration = .init(
         metrics: allocations, timeUnits: .nanoseconds, warmupIterations: 10, maxDuration: .seconds(1),
-        maxIterations: 10_000, thresholds: [.mallocCountTotal: exact])
+        maxIterations: 10_000, thresholds: [.mallocCountTotal: counted])
 
     for descriptor in stores {
         // lock-free-read copies the token once for each thread that starts reading it; a
         // benchmark task that moves to a new thread pays that once.
-        let readThresholds = descriptor.name == "lock-free-read" ? BenchmarkThresholds(absolute: [.p90: 4]) : exact
+        let readThresholds = descriptor.name == "lock-free-read" ? BenchmarkThresholds(absolute: [.p90: 4]) : counted
         Benchmark(
             "fast-path-read.\(descriptor.name)",
             configuration: .init(scalingFactor: .kilo, thresholds: [.mallocCountTotal: readThresholds])
