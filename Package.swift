@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -45,7 +46,10 @@ let package = Package(
         .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"]),
         .testTarget(
             name: "SessionBenchTests",
-            dependencies: ["SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract", "SessionSync"]
+            dependencies: [
+                "SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract", "SessionSync",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"]),
         .testTarget(

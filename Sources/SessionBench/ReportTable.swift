@@ -5,10 +5,13 @@ extension ResultsReport {
     static let columns = ["store", "verdict", "calls/s", "p50", "p99", "p99.9", "refresh/expiry", "allocs/op"]
 
     func rows(for scenario: String) -> [[String]] {
-        results.filter { $0.scenario == scenario }.map { result in
+        let block = results.filter { $0.scenario == scenario }
+        // Runs of one store with different seeds (stress) are told apart by their seed.
+        let seedsVary = Set(block.map(\.seed)).count > 1
+        return block.map { result in
             let latency = result.headlineLatency
             return [
-                result.store, Self.verdictText(result), result.operations > 0 ? Format.rate(result.throughput) : "—",
+                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, Self.verdictText(result), result.operations > 0 ? Format.rate(result.throughput) : "—",
                 latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
                 latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
                 latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—",
@@ -35,12 +38,21 @@ extension ResultsReport {
         return names
     }
 
+    /// What a scenario's block ran with: every run's callers and seed, not the first one's.
+    func heading(for scenario: String) -> String {
+        let block = results.filter { $0.scenario == scenario }
+        let tasks = Set(block.map(\.tasks)).sorted()
+        let seeds = Set(block.map(\.seed)).sorted()
+        let callers = tasks.count == 1 ? "\(tasks[0]) callers" : "\(tasks.first!)–\(tasks.last!) callers"
+        let seed = seeds.count == 1 ? "seed \(seeds[0])" : "\(seeds.count) seeds, \(seeds.first!)…\(seeds.last!)"
+        return "\(callers), \(seed)"
+    }
+
     /// The terminal table: one block per scenario, stores as rows, then what went wrong.
     public func table() -> String {
         var out = ""
         for scenario in scenarioNames {
-            let first = results.first { $0.scenario == scenario }!
-            out += "\(scenario) — \(first.tasks) callers, seed \(first.seed)\n"
+            out += "\(scenario) — \(heading(for: scenario))\n"
             out += Format.aligned([Self.columns] + rows(for: scenario)) + "\n"
         }
         out += problems(markdown: false)
@@ -52,8 +64,7 @@ extension ResultsReport {
     public func markdown() -> String {
         var out = ""
         for scenario in scenarioNames {
-            let first = results.first { $0.scenario == scenario }!
-            out += "### \(scenario)\n\n\(first.tasks) callers, seed \(first.seed)\n\n"
+            out += "### \(scenario)\n\n\(heading(for: scenario))\n\n"
             out += "| " + Self.columns.joined(separator: " | ") + " |\n"
             out += "|" + Self.columns.map { _ in "---" }.joined(separator: "|") + "|\n"
             for row in rows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }

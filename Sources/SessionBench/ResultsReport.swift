@@ -19,8 +19,10 @@ public struct RunMetadata: Sendable, Codable {
         return RunMetadata(
             tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
             cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
-            allocationCounting: "jemalloc arena statistics (mallctl), thread cache off, in each store's measuring process")
+            allocationCounting: jemallocCounting)
     }
+
+    static let jemallocCounting = "jemalloc arena statistics (mallctl), thread cache off, in each store's measuring process"
 }
 
 /// Results in every output format: a terminal table, CSV, JSON and Markdown.
@@ -36,6 +38,16 @@ public struct ResultsReport: Sendable, Codable {
     public init(results: [ScenarioResult], metadata: RunMetadata) {
         self.results = results
         self.metadata = metadata
+        self.metadata.allocationCounting = Self.allocationCounting(of: results)
+    }
+
+    /// What counted these results' allocations, from the results themselves: a run in which
+    /// nothing could count says so, never names a counter that was not there.
+    static func allocationCounting(of results: [ScenarioResult]) -> String {
+        if results.contains(where: { $0.allocations != nil }) { return RunMetadata.jemallocCounting }
+        let reasons = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
+        if let reason = reasons.first { return "none: \(reason)" }
+        return "none: no steady scenario ran (allocations are counted in steady scenarios only)"
     }
 
     // MARK: JSON

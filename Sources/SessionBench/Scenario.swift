@@ -78,18 +78,24 @@ public struct Scenario: Sendable, Hashable, Codable {
 
     /// Validates the parameters, naming the first one out of range.
     public func validate() throws(ScenarioError) {
-        guard tasks >= 1 else { throw .invalid("\(name): tasks must be at least 1 (got \(tasks))") }
-        guard duration > .zero else { throw .invalid("\(name): duration must be positive") }
-        guard rounds >= 1 else { throw .invalid("\(name): rounds must be at least 1 (got \(rounds))") }
+        guard InputRange.tasks.contains(tasks) else {
+            throw .invalid("\(name): tasks must be \(InputRange.text(InputRange.tasks)) (got \(tasks))")
+        }
+        guard InputRange.durationSeconds.contains(duration.secondsValue) else {
+            throw .invalid("\(name): duration must be between 1ms and 1h")
+        }
+        guard InputRange.rounds.contains(rounds) else {
+            throw .invalid("\(name): rounds must be \(InputRange.text(InputRange.rounds)) (got \(rounds))")
+        }
         guard tokenLifetime > .zero else { throw .invalid("\(name): token lifetime must be positive") }
         guard accounts >= 1, accounts <= tasks else {
             throw .invalid("\(name): accounts must be between 1 and tasks (\(tasks)), got \(accounts)")
         }
-        if let arrivalRate, !(arrivalRate > 0 && arrivalRate.isFinite) {
-            throw .invalid("\(name): arrival rate must be a positive number of calls per second")
+        if let arrivalRate, !InputRange.rate.contains(arrivalRate) {
+            throw .invalid("\(name): arrival rate must be \(InputRange.text(InputRange.rate)) calls per second")
         }
-        if let readersPerWriter, readersPerWriter < 1 {
-            throw .invalid("\(name): readers per writer must be at least 1 (got \(readersPerWriter))")
+        if let readersPerWriter, !InputRange.readersPerWriter.contains(readersPerWriter) {
+            throw .invalid("\(name): readers per writer must be \(InputRange.text(InputRange.readersPerWriter)) (got \(readersPerWriter))")
         }
         guard (0...1).contains(cancelFraction) else {
             throw .invalid("\(name): cancel fraction must be between 0 and 1")
@@ -109,7 +115,7 @@ public enum ScenarioError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .invalid(let message): message
         case .unknown(let name):
-            "unknown scenario '\(name)'; known: \(ScenarioCatalog.all.map(\.name).joined(separator: ", "))"
+            "unknown scenario '\(Printable.name(name))'; known: \(ScenarioCatalog.all.map(\.name).joined(separator: ", "))"
         }
     }
 }

@@ -473,5 +473,7 @@ final class EmptyStore: SynchronousTokenReading {
 }
 
 extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    var seconds: Double { secondsValue }
+
+    public var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -26,22 +26,32 @@ public enum SweepParameter: String, Sendable, Codable, CaseIterable {
         var scenario = scenario
         switch self {
         case .tasks:
-            guard value >= 1, value == value.rounded() else { throw .invalid("tasks must be whole numbers of at least 1 (got \(value))") }
+            guard value >= 1, value <= Double(InputRange.tasks.upperBound), value == value.rounded() else {
+                throw .invalid("tasks must be whole numbers \(InputRange.text(InputRange.tasks)) (got \(InputRange.text(value)))")
+            }
             scenario.tasks = Int(value)
             scenario.accounts = min(scenario.accounts, scenario.tasks)
         case .readersPerWriter:
             guard scenario.kind == .steadyReads else { throw .invalid("readers-per-writer applies to steady-reads only") }
-            guard value >= 1, value == value.rounded() else { throw .invalid("readers per writer must be whole numbers of at least 1 (got \(value))") }
+            guard value >= 1, value <= Double(InputRange.readersPerWriter.upperBound), value == value.rounded() else {
+                throw .invalid("readers per writer must be whole numbers \(InputRange.text(InputRange.readersPerWriter)) (got \(InputRange.text(value)))")
+            }
             scenario.readersPerWriter = Int(value)
         case .refreshLatency:
-            guard value >= 0, value.isFinite else { throw .invalid("refresh latency must be milliseconds of 0 or more (got \(value))") }
+            guard InputRange.latencyMilliseconds.contains(value) else {
+                throw .invalid("refresh latency must be milliseconds \(InputRange.text(InputRange.latencyMilliseconds)) (got \(InputRange.text(value)))")
+            }
             scenario.latency = value == 0 ? .none : .fixed(.nanoseconds(Int64(value * 1e6)))
         case .tokenLifetime:
-            guard value > 0, value.isFinite else { throw .invalid("token lifetime must be a positive number of milliseconds (got \(value))") }
+            guard InputRange.lifetimeMilliseconds.contains(value) else {
+                throw .invalid("token lifetime must be milliseconds \(InputRange.text(InputRange.lifetimeMilliseconds)) (got \(InputRange.text(value)))")
+            }
             scenario.tokenLifetime = .nanoseconds(Int64(value * 1e6))
         case .rate:
             guard scenario.kind == .steadyReads else { throw .invalid("rate applies to steady-reads only") }
-            guard value > 0, value.isFinite else { throw .invalid("rate must be a positive number of calls per second (got \(value))") }
+            guard InputRange.rate.contains(value) else {
+                throw .invalid("rate must be calls per second \(InputRange.text(InputRange.rate)) (got \(InputRange.text(value)))")
+            }
             scenario.arrivalRate = value
         }
         try scenario.validate()

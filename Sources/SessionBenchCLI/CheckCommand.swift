@@ -23,8 +23,11 @@ struct Check: AsyncParsableCommand {
     @Option(name: .long, help: "Output format: table or json.")
     var format: CheckFormat = .table
 
-    @Option(name: .long, help: "Seconds a call may take before the store counts as hung (default: 5).")
-    var hangTimeout: Double = 5
+    @Option(
+        name: .customLong("hang-timeout"),
+        help: "Seconds a call may take before the store counts as hung, 0.5 to 3600 (default: 5).",
+        transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
+    var hangTimeout: Double?
 
     @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations need LD_PRELOAD).")
     var inProcess = false
@@ -32,11 +35,18 @@ struct Check: AsyncParsableCommand {
     @Flag(name: .long, help: "No progress lines on standard error.")
     var quiet = false
 
+    @Flag(name: .long, help: "Check the thresholds file and print what would run, then exit without running anything.")
+    var dryRun = false
+
     enum CheckFormat: String, ExpressibleByArgument, CaseIterable { case table, json }
 
     func validate() throws {
-        guard hangTimeout > 0, hangTimeout.isFinite else { throw ValidationError("--hang-timeout must be a positive number of seconds") }
-        if update { try AtomicFile.checkWritable(thresholds) }
+        if update {
+            let target = try OutputTarget.plan(thresholds, option: "--thresholds")
+            guard case .replace = target.kind else {
+                throw UsageError("--thresholds '\(Printable.name(thresholds))': --update rewrites a regular file; give the file's path")
+            }
+        }
     }
 
     mutating func run() async throws {
@@ -46,20 +56,20 @@ struct Check: AsyncParsableCommand {
         } catch {
             throw UsageError(error.description)
         }
-        var options = try RunOptions.parse(runArguments(file.run))
-        options.hangTimeout = hangTimeout
-        options.inProcess = inProcess
-        options.includeBroken = true  // a store named in the file runs, broken or not
-        do { try options.validate() } catch { throw UsageError("\(thresholds): run: \(RunOptions.message(for: error))") }
+        let options = try self.options(for: file.run)
         let stores = try options.resolvedStores().filter { file.run.stores.isEmpty ? !$0.isReferenceBroken : true }
         let scenarios = try options.resolvedScenarios()
+        if dryRun {
+            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.hangTimeout), terminator: "")
+            return
+        }
         if !quiet {
             Log.progress("session-bench check: \(stores.count) store(s) × \(scenarios.count) scenario(s), \(file.limits.count) limit(s) from \(thresholds)")
         }
         let results = await Execution(stores: stores, scenarios: scenarios, options: options, quiet: quiet).run()
 
         if update {
-            try AtomicFile.write(file.updated(from: results).json(), to: thresholds)
+            try OutputWriter.write([(try OutputTarget.plan(thresholds, option: "--thresholds"), file.updated(from: results).json())])
             if !quiet { Log.progress("wrote updated limits to \(thresholds); review the diff before committing") }
             return
         }
@@ -74,15 +84,26 @@ struct Check: AsyncParsableCommand {
         if outcomes.contains(where: { !$0.passed }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
-    /// The file's `run` section as the options `compare` would take.
-    func runArguments(_ run: Thresholds.RunPlan) -> [String] {
-        var arguments: [String] = []
-        if !run.stores.isEmpty { arguments += ["--stores", run.stores.joined(separator: ",")] }
-        if !run.scenarios.isEmpty { arguments += ["--scenario", run.scenarios.joined(separator: ",")] }
-        if let duration = run.duration { arguments += ["--duration", duration] }
-        if let rounds = run.rounds { arguments += ["--rounds", String(rounds)] }
-        if let tasks = run.tasks { arguments += ["--tasks", String(tasks)] }
-        if let seed = run.seed { arguments += ["--seed", String(seed)] }
-        return arguments
+    /// The file's `run` section as `compare`'s options, taken as values (the reader has
+    /// checked each one and names the key when one is wrong).
+    func options(for run: Thresholds.RunPlan) throws(UsageError) -> RunOptions {
+        var options: RunOptions
+        do { options = try RunOptions.parse([]) } catch { throw UsageError("\(error)") }
+        if !run.stores.isEmpty { options.stores = run.stores.joined(separator: ",") }
+        options.scenario = run.scenarios
+        options.duration = run.duration.flatMap(DurationArgument.init)
+        options.rounds = run.rounds
+        options.tasks = run.tasks
+        options.seed = run.seed
+        options.hangTimeoutOption = hangTimeout
+        options.inProcess = inProcess
+        options.includeBroken = true  // a store named in the file runs, broken or not
+        do {
+            _ = try options.resolvedStores()
+            _ = try options.resolvedScenarios()
+        } catch {
+            throw UsageError("\(thresholds): run: \(error.description)")
+        }
+        return options
     }
 }

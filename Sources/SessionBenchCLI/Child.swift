@@ -1,7 +1,8 @@
 import Foundation
 
 /// A child process started with `posix_spawn`: its standard input, output and error are
-/// pipes, and it is reaped with `waitpid` by this type alone.
+/// pipes, and it is reaped with `waitpid` by this type alone. It gets a `Lifeline` on
+/// descriptor 3 and is killed if this process is stopped by a signal (`ProcessGuard`).
 final class Child: Sendable {
     enum Exit: Equatable {
         case exited(Int32)
@@ -12,12 +13,15 @@ final class Child: Sendable {
     private let input: Int32
     private let output: Int32
     private let errors: Int32
+    /// The write end of the child's lifeline, held open until the child is reaped.
+    private let lifeline: Int32
 
-    private init(pid: pid_t, input: Int32, output: Int32, errors: Int32) {
+    private init(pid: pid_t, input: Int32, output: Int32, errors: Int32, lifeline: Int32) {
         self.pid = pid
         self.input = input
         self.output = output
         self.errors = errors
+        self.lifeline = lifeline
     }
 
     struct SpawnError: Error, CustomStringConvertible {
@@ -25,19 +29,34 @@ final class Child: Sendable {
     }
 
     static func spawn(executable: String, arguments: [String], environment: [String: String]) throws -> Child {
-        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0], errorsFromChild: [Int32] = [0, 0]
-        guard pipe(&toChild) == 0, pipe(&fromChild) == 0, pipe(&errorsFromChild) == 0 else {
+        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0], errorsFromChild: [Int32] = [0, 0], lifeline: [Int32] = [0, 0]
+        guard pipe(&toChild) == 0, pipe(&fromChild) == 0, pipe(&errorsFromChild) == 0, pipe(&lifeline) == 0 else {
             throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
         }
+        // This process's ends stay out of any later child, so each child's pipes close with
+        // this process alone.
+        for descriptor in [toChild[1], fromChild[0], errorsFromChild[0], lifeline[1]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errorsFromChild[1], 2)
-        for descriptor in [toChild[0], toChild[1], fromChild[0], fromChild[1], errorsFromChild[0], errorsFromChild[1]] {
+        posix_spawn_file_actions_adddup2(&actions, lifeline[0], Lifeline.descriptor)
+        for descriptor in [toChild[0], fromChild[1], errorsFromChild[1], lifeline[0]] where descriptor > Lifeline.descriptor {
             posix_spawn_file_actions_addclose(&actions, descriptor)
         }
+        // Signals this process ignores (see `ProcessGuard`) get their defaults back in the child.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in ProcessGuard.terminating + [SIGPIPE, SIGXFSZ] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        var environment = environment
+        environment[Lifeline.environmentKey] = String(Lifeline.descriptor)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -45,17 +64,20 @@ final class Child: Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         close(toChild[0])
         close(fromChild[1])
         close(errorsFromChild[1])
+        close(lifeline[0])
         guard status == 0 else {
             close(toChild[1])
             close(fromChild[0])
             close(errorsFromChild[0])
+            close(lifeline[1])
             throw SpawnError(description: "posix_spawn \(executable): \(String(cString: strerror(status)))")
         }
-        return Child(pid: pid, input: toChild[1], output: fromChild[0], errors: errorsFromChild[0])
+        ProcessGuard.adopt(child: pid)
+        return Child(pid: pid, input: toChild[1], output: fromChild[0], errors: errorsFromChild[0], lifeline: lifeline[1])
     }
 
     /// Writes `data` to the child's standard input and closes it.
@@ -98,7 +120,11 @@ final class Child: Sendable {
     func poll() -> Exit? {
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
-        guard result == pid else { return result < 0 ? .exited(-1) : nil }
+        guard result == pid else {
+            if result < 0 { reaped() }
+            return result < 0 ? .exited(-1) : nil
+        }
+        reaped()
         return Self.decode(status)
     }
 
@@ -107,7 +133,13 @@ final class Child: Sendable {
         Foundation.kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        reaped()
         return Self.decode(status)
+    }
+
+    private func reaped() {
+        ProcessGuard.release(child: pid)
+        close(lifeline)
     }
 
     private static func decode(_ status: Int32) -> Exit {

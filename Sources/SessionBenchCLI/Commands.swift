@@ -24,6 +24,7 @@ public struct SessionBenchCommand: AsyncParsableCommand {
 
     public static func main(arguments: [String]) async -> Never {
         if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
+        ProcessGuard.install()
         do {
             var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -39,20 +40,35 @@ public struct SessionBenchCommand: AsyncParsableCommand {
 
     /// Prints `error` the way the tool promises (one line for bad input) and picks the status.
     static func report(_ error: Error) -> Int32 {
+        let (status, text) = outcome(of: error)
+        switch text {
+        case .standardOutput(let help): print(help)
+        case .standardError(let line): Log.progress(line)
+        case nil: break
+        }
+        return status
+    }
+
+    enum Text: Equatable {
+        case standardOutput(String)
+        case standardError(String)
+    }
+
+    /// The status an error ends the process with, and what is printed where.
+    static func outcome(of error: Error) -> (status: Int32, text: Text?) {
         if let usage = error as? UsageError {
-            Log.progress("session-bench: error: \(usage)")
-            return ExitStatus.usage.rawValue
+            return (ExitStatus.usage.rawValue, .standardError("session-bench: error: \(Printable.name(usage.description, limit: 600))"))
         }
         let code = exitCode(for: error)
         if code == .success {
-            print(fullMessage(for: error))  // --help, --version
-            return ExitStatus.success.rawValue
+            return (ExitStatus.success.rawValue, .standardOutput(fullMessage(for: error)))  // --help, --version
         }
-        if let exit = error as? ExitCode { return exit.rawValue }
-        let message = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        if let exit = error as? ExitCode { return (exit.rawValue, nil) }
+        // One line, and what the user typed shown safely (a NUL or an escape sequence as \u{..}).
+        let firstLine = message(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        let message = Printable.name(firstLine, limit: 600)
         let hint = message.contains("(see '") ? "" : " (see 'session-bench --help')"
-        Log.progress("session-bench: error: \(message)\(hint)")
-        return ExitStatus.usage.rawValue
+        return (ExitStatus.usage.rawValue, .standardError("session-bench: error: \(message)\(hint)"))
     }
 }
 
@@ -86,6 +102,10 @@ struct Compare: AsyncParsableCommand {
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
+        if run.dryRun {
+            print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout), terminator: "")
+            return
+        }
         if !output.quiet {
             let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
             Log.progress(
@@ -107,19 +127,25 @@ struct Stress: AsyncParsableCommand {
     @OptionGroup var run: RunOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: .long, help: "How many randomized iterations (default: 10, or as many as fit in --for).")
+    @Option(
+        name: .long, help: "How many randomized iterations, 1 to 1000000 (default: 10, or as many as fit in --for).",
+        transform: ArgumentText.whole(InputRange.iterations))
     var iterations: Int?
 
-    @Option(name: .customLong("for"), help: "Keep starting iterations until this much time has passed, e.g. 30s, 10m.")
+    @Option(
+        name: .customLong("for"),
+        help: "Keep starting iterations until this much time has passed, up to 168h, e.g. 30s, 10m (at least one iteration runs).",
+        transform: ArgumentText.duration(InputRange.stressSeconds, rangeText: "1ns and 168h"))
     var timeLimit: DurationArgument?
-
-    func validate() throws {
-        if let iterations, iterations < 1 { throw ValidationError("--iterations must be at least 1 (got \(iterations))") }
-    }
 
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let base = try run.resolvedScenarios()
+        if run.dryRun {
+            let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
+            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.hangTimeout), terminator: "")
+            return
+        }
         var random = SystemRandomNumberGenerator()
         let firstSeed = run.seed ?? random.next()
         let started = ContinuousClock.now
@@ -129,7 +155,8 @@ struct Stress: AsyncParsableCommand {
         var all: [ScenarioResult] = []
         var iteration = 0
         while iteration < limit {
-            if let deadline, ContinuousClock.now >= deadline { break }
+            // However short --for is, one iteration runs: a stress run that ran nothing must not pass.
+            if let deadline, iteration > 0, ContinuousClock.now >= deadline { break }
             let seed = firstSeed &+ UInt64(iteration)
             let scenarios = base.map { Self.vary($0, seed: seed) }
             if !output.quiet {
@@ -176,8 +203,8 @@ struct Stress: AsyncParsableCommand {
             "--tasks", "\(scenario.tasks)"]
         if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
         if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
-        if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", ThresholdCheck.format(rate)] }
-        if run.hangTimeout != 5 { words += ["--hang-timeout", ThresholdCheck.format(run.hangTimeout)] }
+        if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
+        if let timeout = run.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
         if store.isReferenceBroken { words.append("--include-broken") }
         if run.inProcess { words.append("--in-process") }
         return words.joined(separator: " ")
@@ -201,13 +228,20 @@ struct RunStore: AsyncParsableCommand {
         shouldDisplay: false)
 
     mutating func run() async throws {
+        Lifeline.watch()
         let input = FileHandle.standardInput.readDataToEndOfFile()
         let plan: IsolatedRun.Plan
         do { plan = try JSONDecoder().decode(IsolatedRun.Plan.self, from: input) } catch {
             throw UsageError("run-store expects a plan as JSON on standard input: \(error)")
         }
-        guard let store = StoreRegistry.named(plan.store) else { throw UsageError("unknown store '\(plan.store)'") }
-        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(plan.hangTimeoutSeconds * 1000)))
+        guard let store = StoreRegistry.named(plan.store) else { throw UsageError("unknown store '\(Printable.name(plan.store))'") }
+        guard InputRange.hangTimeoutSeconds.contains(plan.hangTimeoutSeconds) else {
+            throw UsageError("run-store: hangTimeoutSeconds must be \(InputRange.text(InputRange.hangTimeoutSeconds))")
+        }
+        for scenario in plan.scenarios {
+            do { try scenario.validate() } catch { throw UsageError("run-store: \(error)") }
+        }
+        var runner = ScenarioRunner(hangTimeout: DurationText.duration(seconds: plan.hangTimeoutSeconds))
         for (index, scenario) in plan.scenarios.enumerated() {
             let rest = Array(plan.scenarios.dropFirst(index + 1))
             // A store that blocks every pool thread stops this process from running tasks: the

@@ -1,22 +1,65 @@
 import ArgumentParser
+import SessionBench
 
-/// A duration on the command line: `500ms`, `2s`, `1.5s`, `250us`, `3m`.
-struct DurationArgument: ExpressibleByArgument, Sendable, CustomStringConvertible {
-    let duration: Duration
+/// A duration on the command line: `500ms`, `2s`, `1.5s`, `250us`, `3m`, `1h`.
+struct DurationArgument: Sendable, CustomStringConvertible {
+    let seconds: Double
     let text: String
 
-    init?(argument: String) {
-        let units: [(String, Double)] = [("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("s", 1), ("m", 60)]
-        for (suffix, scale) in units where argument.hasSuffix(suffix) {
-            guard let value = Double(argument.dropLast(suffix.count)), value > 0, value.isFinite else { return nil }
-            duration = .nanoseconds(Int64(value * scale * 1e9))
-            text = argument
-            return
-        }
-        return nil
+    /// `nil` unless `text` is a decimal number and a unit; the range is checked by the option.
+    init?(_ text: String) {
+        guard let seconds = DurationText.seconds(text) else { return nil }
+        self.seconds = seconds
+        self.text = text
     }
 
-    var description: String { text }
+    var duration: Duration { DurationText.duration(seconds: seconds) }
 
-    static var defaultCompletionKind: CompletionKind { .default }
+    var description: String { text }
+}
+
+/// How every number on the command line is read: decimal digits only (no sign, hex or
+/// `inf`), inside the option's stated range, checked before anything runs (exit 2).
+enum ArgumentText {
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func whole(_ range: ClosedRange<Int>) -> @Sendable (String) throws -> Int {
+        { text in
+            guard let value = NumberText.unsigned(text) else {
+                throw Invalid(description: "give a whole number in decimal digits, \(InputRange.text(range))")
+            }
+            guard value >= UInt64(range.lowerBound), value <= UInt64(range.upperBound) else {
+                throw Invalid(description: "must be \(InputRange.text(range))")
+            }
+            return Int(value)
+        }
+    }
+
+    static func seed(_ text: String) throws -> UInt64 {
+        guard let value = NumberText.unsigned(text) else {
+            throw Invalid(description: "give a whole number in decimal digits, from 0 to \(UInt64.max)")
+        }
+        return value
+    }
+
+    static func decimal(_ range: ClosedRange<Double>, unit: String) -> @Sendable (String) throws -> Double {
+        { text in
+            guard let value = NumberText.decimal(text) else {
+                throw Invalid(description: "give a decimal number of \(unit), \(InputRange.text(range))")
+            }
+            guard range.contains(value) else { throw Invalid(description: "must be \(InputRange.text(range)) \(unit)") }
+            return value
+        }
+    }
+
+    /// A duration within `range` seconds; `rangeText` says it as people would (`1ms and 1h`).
+    static func duration(_ range: ClosedRange<Double>, rangeText: String) -> @Sendable (String) throws -> DurationArgument {
+        { text in
+            guard let duration = DurationArgument(text) else { throw Invalid(description: "give \(DurationText.help)") }
+            guard range.contains(duration.seconds) else { throw Invalid(description: "must be between \(rangeText)") }
+            return duration
+        }
+    }
 }

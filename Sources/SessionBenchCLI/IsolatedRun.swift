@@ -135,14 +135,16 @@ enum IsolatedRun {
         return result
     }
 
-    /// A generous upper bound on how long the child may take.
+    /// A generous upper bound on how long the child may take: a crowd of 100,000 callers
+    /// takes seconds to start and settle each round, so the bound grows with the crowd.
     static func budget(for scenarios: [Scenario], hangTimeout: Double) -> Duration {
         var seconds = 10.0
         for scenario in scenarios {
-            seconds += scenario.isRoundBased ? Double(scenario.rounds) * 0.5 : scenario.duration.secondsValue
+            let crowd = Double(scenario.tasks) * 50e-6
+            seconds += scenario.isRoundBased ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
             seconds += hangTimeout * 3
         }
-        return .milliseconds(Int64(seconds * 1000))
+        return DurationText.duration(seconds: seconds)
     }
 
     static var executablePath: String {
@@ -187,8 +189,4 @@ enum IsolatedRun {
         default: "signal \(signal)"
         }
     }
-}
-
-extension Duration {
-    var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

@@ -8,19 +8,34 @@ struct OutputOptions: ParsableArguments {
         case table, csv, json, markdown
     }
 
-    @Option(name: .long, help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(name: .long, help: "Output format.")
     var format: Format = .table
 
     @Option(
         name: .long,
-        help: "Write to this file (atomically) instead of standard output; repeat for several. A .csv, .json or .md file gets that format, any other --format.")
+        help: ArgumentHelp(
+            "Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, any other --format; - writes --format to standard output.",
+            discussion: "Every file is written whole or not at all: to a temporary file beside it, renamed over it once all outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it points to replaced; a device or FIFO is written directly. The table still goes to standard output unless - is among the outputs."))
     var output: [String] = []
 
     @Flag(name: .long, help: "No progress lines on standard error.")
     var quiet = false
 
     func validate() throws {
-        for path in output { try AtomicFile.checkWritable(path) }
+        _ = try targets()
+    }
+
+    /// Every `--output`, checked; the same file named twice is refused.
+    func targets() throws(UsageError) -> [OutputTarget] {
+        var targets: [OutputTarget] = []
+        for path in output {
+            let target = try OutputTarget.plan(path)
+            if let earlier = targets.first(where: { $0.writesSameFile(as: target) }) {
+                throw UsageError("--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; give each output once")
+            }
+            targets.append(target)
+        }
+        return targets
     }
 
     /// The format a file is written in: its extension's, else `--format`.
@@ -30,46 +45,6 @@ struct OutputOptions: ParsableArguments {
         case "json": .json
         case "md": .markdown
         default: format
-        }
-    }
-}
-
-/// Writes a whole file or nothing: a temporary file beside the target, then a rename.
-enum AtomicFile {
-    /// Fails (with the reason and a fix) unless `path` can be written.
-    static func checkWritable(_ path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ValidationError("--output '\(path)' is a directory; give a file path")
-        }
-        let directory = url.deletingLastPathComponent().path
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ValidationError("--output '\(path)': directory '\(directory)' does not exist; create it first")
-        }
-        // Creating a file is the only check that is sure (root passes access(2) on /proc).
-        let probe = URL(fileURLWithPath: directory).appendingPathComponent(".session-bench-probe-\(getpid())").path
-        let descriptor = open(probe, O_CREAT | O_EXCL | O_WRONLY, 0o600)
-        guard descriptor >= 0 else {
-            throw ValidationError(
-                "--output '\(path)': cannot create files in '\(directory)' (\(String(cString: strerror(errno)))); choose another path")
-        }
-        close(descriptor)
-        unlink(probe)
-    }
-
-    static func write(_ text: String, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        do {
-            try Data(text.utf8).write(to: temporary)
-            guard rename(temporary.path, url.path) == 0 else {
-                throw UsageError("cannot write '\(path)': \(String(cString: strerror(errno)))")
-            }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            throw UsageError("cannot write '\(path)': \(error)")
         }
     }
 }
@@ -86,16 +61,22 @@ extension OutputOptions {
             case .markdown: report.markdown()
             }
         }
-        if !output.isEmpty {
-            for path in output {
-                try AtomicFile.write(try render(format(for: path)), to: path)
-                if !quiet { Log.progress("wrote \(format(for: path).rawValue) to \(path)") }
+        let targets = try targets()
+        var outputs: [(target: OutputTarget, text: String)] = []
+        for target in targets {
+            outputs.append((target, try render(target.kind == .standardOutput ? format : format(for: target.path))))
+        }
+        if targets.isEmpty {
+            outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(format)))
+        } else if !targets.contains(where: { $0.kind == .standardOutput }) {
+            // The person watching still sees the table.
+            outputs.append((OutputTarget(path: "-", kind: .standardOutput), table(report)))
+        }
+        try OutputWriter.write(outputs)
+        if !quiet {
+            for target in targets where target.kind != .standardOutput {
+                Log.progress("wrote \(format(for: target.path).rawValue) to \(Printable.name(target.path))")
             }
-            print(table(report), terminator: "")
-        } else {
-            let text = try render(format)
-            // By byte: "\r\n" is one Character, so hasSuffix("\n") misses CSV's line ends.
-            print(text, terminator: text.utf8.last == UInt8(ascii: "\n") ? "" : "\n")
         }
     }
 }

@@ -11,35 +11,54 @@ struct RunOptions: ParsableArguments {
     @Option(name: .long, help: "Scenario name; repeat or separate with commas (default: every preset).")
     var scenario: [String] = []
 
-    @Option(name: .long, help: "Concurrent callers per scenario (default: each preset's own).")
+    @Option(
+        name: .long, help: "Concurrent callers per scenario, 1 to 100000 (default: each preset's own).",
+        transform: ArgumentText.whole(InputRange.tasks))
     var tasks: Int?
 
-    @Option(name: .long, help: "How long steady scenarios run, e.g. 500ms, 2s (default: the preset's).")
+    @Option(
+        name: .long, help: "How long steady scenarios run, 1ms to 1h, e.g. 500ms, 2s (default: the preset's).",
+        transform: ArgumentText.duration(InputRange.durationSeconds, rangeText: "1ms and 1h"))
     var duration: DurationArgument?
 
-    @Option(name: .long, help: "Rounds per round-based scenario (default: the preset's).")
+    @Option(
+        name: .long, help: "Rounds per round-based scenario, 1 to 100000 (default: the preset's).",
+        transform: ArgumentText.whole(InputRange.rounds))
     var rounds: Int?
 
-    @Option(name: .long, help: "Seed for faults, latencies and cancellations (default: 1). The same seed reproduces a run.")
+    @Option(
+        name: .long, help: "Seed for faults, latencies and cancellations, 0 to 2^64-1 (default: 1). The same seed reproduces a run.",
+        transform: ArgumentText.seed)
     var seed: UInt64?
 
-    @Option(name: .long, help: "Open loop for steady scenarios: total calls per second (default: closed loop).")
+    @Option(
+        name: .long, help: "Open loop for steady scenarios: total calls per second, 1 to 1e9 (default: closed loop).",
+        transform: ArgumentText.decimal(InputRange.rate, unit: "calls per second"))
     var rate: Double?
 
     @Flag(name: .long, help: "Include stores that are broken on purpose (they are expected to fail).")
     var includeBroken = false
 
-    @Option(name: .long, help: "Seconds a call may take before the store counts as hung (default: 5).")
-    var hangTimeout: Double = 5
+    @Option(
+        name: .customLong("hang-timeout"),
+        help: "Seconds a call may take before the store counts as hung, 0.5 to 3600 (default: 5).",
+        transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
+    var hangTimeoutOption: Double?
 
     @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations need LD_PRELOAD).")
     var inProcess = false
 
+    @Flag(name: .long, help: "Check every option and print what would run, then exit without running anything.")
+    var dryRun = false
+
+    static let defaultHangTimeout = 5.0
+
+    var hangTimeout: Double {
+        get { hangTimeoutOption ?? Self.defaultHangTimeout }
+        set { hangTimeoutOption = newValue }
+    }
+
     func validate() throws {
-        if let tasks, tasks < 1 { throw ValidationError("--tasks must be at least 1 (got \(tasks))") }
-        if let rounds, rounds < 1 { throw ValidationError("--rounds must be at least 1 (got \(rounds))") }
-        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be a positive number of calls per second") }
-        guard hangTimeout > 0, hangTimeout.isFinite else { throw ValidationError("--hang-timeout must be a positive number of seconds") }
         _ = try resolvedStores()
         _ = try resolvedScenarios()
     }
@@ -51,8 +70,12 @@ struct RunOptions: ParsableArguments {
     }
 
     func resolvedScenarios() throws(UsageError) -> [Scenario] {
-        let names = scenario.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty }
+        var names: [String] = []
+        for name in scenario.flatMap({ $0.split(separator: ",") }).map({ $0.trimmingCharacters(in: .whitespaces) })
+        where !name.isEmpty && !names.contains(name) {
+            names.append(name)  // a scenario named twice runs once, as a store named twice does
+        }
+        if !scenario.isEmpty, names.isEmpty { throw UsageError("--scenario needs at least one name (see 'session-bench list')") }
         var scenarios: [Scenario] = []
         do {
             scenarios = names.isEmpty ? ScenarioCatalog.defaults : try names.map { name throws(ScenarioError) in try ScenarioCatalog.named(name) }
@@ -81,6 +104,17 @@ struct RunOptions: ParsableArguments {
             Foundation.exit(ExitStatus.failed.rawValue)
         }
         return runner
+    }
+
+    /// What a dry run prints: the stores and each scenario's parameters, one per line.
+    static func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario], hangTimeout: Double) -> String {
+        var lines = ["would run \(stores.count) store(s) × \(scenarios.count) scenario(s), hang timeout \(InputRange.text(hangTimeout))s"]
+        lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))
+        for scenario in scenarios {
+            let size = scenario.isRoundBased ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
+            lines.append("  \(scenario.name): \(scenario.tasks) callers, \(size), seed \(scenario.seed)")
+        }
+        return lines.joined(separator: "\n") + "\n"
     }
 
     var effectiveSeed: UInt64 { seed ?? ScenarioCatalog.all[0].seed }

@@ -21,8 +21,10 @@ struct Sweep: AsyncParsableCommand {
     @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime).")
     var values: String
 
-    @Option(name: .long, help: "Passes over all values and stores (default: 3).")
-    var repeats: Int = 3
+    @Option(
+        name: .long, help: "Passes over all values and stores, 1 to 1000 (default: 3).",
+        transform: ArgumentText.whole(InputRange.repeats))
+    var repeats: Int?
 
     @Option(name: .long, help: "Store whose throughput the others are divided by in the table.")
     var baseline: String?
@@ -30,23 +32,43 @@ struct Sweep: AsyncParsableCommand {
     @OptionGroup var run: RunOptions
     @OptionGroup var output: OutputOptions
 
+    var passes: Int { repeats ?? 3 }
+
     func validate() throws {
-        guard repeats >= 1 else { throw ValidationError("--repeats must be at least 1 (got \(repeats))") }
-        _ = try parsedValues()
         if let baseline, StoreRegistry.named(baseline) == nil {
-            throw ValidationError("--baseline: unknown store '\(baseline)' (see 'session-bench list')")
+            throw ValidationError("--baseline: unknown store '\(Printable.name(baseline))' (see 'session-bench list')")
         }
         if run.scenario.count > 1 || run.scenario.first?.contains(",") == true {
             throw ValidationError("sweep runs one scenario; give a single --scenario")
         }
+        // Every point is built and checked before the first run.
+        let (stores, points) = try plan()
+        let runs = points.count * stores.count * passes
+        guard InputRange.sweepRuns.contains(runs) else {
+            throw ValidationError(
+                "this sweep would be \(runs) runs (values × stores × repeats); at most \(InputRange.sweepRuns.upperBound): give fewer values, stores or repeats")
+        }
+    }
+
+    /// The stores and, for each value, the scenario it runs.
+    func plan() throws -> (stores: [StoreDescriptor], points: [(value: Double, scenario: Scenario)]) {
+        var options = run
+        if options.scenario.isEmpty { options.scenario = [parameter.defaultScenario] }
+        let stores = try options.resolvedStores()
+        guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
+        var points: [(value: Double, scenario: Scenario)] = []
+        for value in try parsedValues() where !points.contains(where: { $0.value == value }) {
+            do { points.append((value, try parameter.apply(value, to: base))) } catch { throw UsageError("--values: \(error)") }
+        }
+        return (stores, points)
     }
 
     func parsedValues() throws -> [Double] {
         let parts = values.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         var parsed: [Double] = []
         for part in parts {
-            guard let value = Double(part), value.isFinite else {
-                throw ValidationError("--values: '\(part)' is not a number; give comma-separated numbers, e.g. 1,2,4")
+            guard let value = NumberText.decimal(part) else {
+                throw ValidationError("--values: '\(Printable.name(part))' is not a decimal number; give comma-separated numbers, e.g. 1,2,4")
             }
             parsed.append(value)
         }
@@ -55,24 +77,24 @@ struct Sweep: AsyncParsableCommand {
     }
 
     mutating func run() async throws {
-        var options = run
-        if options.scenario.isEmpty { options.scenario = [parameter.defaultScenario] }
-        let stores = try options.resolvedStores()
-        guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
-        var points: [Double: Scenario] = [:]
-        for value in try parsedValues() {
-            do { points[value] = try parameter.apply(value, to: base) } catch { throw UsageError("--values: \(error)") }
+        let (stores, points) = try plan()
+        let options = run
+        let base = points[0].scenario
+        let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
+        if run.dryRun {
+            print("sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
+                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout), terminator: "")
+            return
         }
-        let schedule = SweepSchedule.order(stores: stores, values: try parsedValues(), repeats: repeats)
         if !output.quiet {
             Log.progress(
-                "session-bench sweep: \(parameter.rawValue) over \(values) in \(base.name), \(stores.count) store(s), "
-                    + "\(repeats) repeat(s), seed \(base.seed): \(schedule.count) runs")
+                "session-bench sweep: \(parameter.rawValue) over \(points.map { InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
+                    + "\(stores.count) store(s), \(passes) repeat(s), seed \(base.seed): \(schedule.count) runs")
         }
         var results: [ScenarioResult] = []
         let started = ContinuousClock.now
         for (index, step) in schedule.enumerated() {
-            let scenario = points[step.value]!
+            let scenario = points.first { $0.value == step.value }!.scenario
             var result: ScenarioResult
             if options.inProcess {
                 result = await options.runner.run(step.store, scenario)
@@ -84,7 +106,7 @@ struct Sweep: AsyncParsableCommand {
             results.append(result)
             if !output.quiet {
                 Log.progress(
-                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(ThresholdCheck.format(step.value)) "
+                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(InputRange.text(step.value)) "
                         + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
             }
         }

@@ -5,67 +5,17 @@ import Testing
 /// The `session-bench` executable, run as a user runs it.
 @Suite("Command line", .serialized, .timeLimit(.minutes(3)))
 struct CommandLineTests {
-    struct Run {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
+    typealias Run = ToolProcess.Run
 
-    static var executable: URL {
-        // The test bundle sits in the same build folder as the executable.
-        var directory = Bundle.main.bundleURL
-        if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
-        return directory.appendingPathComponent("session-bench")
-    }
+    static var executable: URL { ToolProcess.executable }
 
-    /// Runs the executable with output to temporary files, reaping it with `waitpid` and
-    /// killing it past `timeout`. Not Foundation's `Process`: under ThreadSanitizer it can miss
-    /// a child's exit and wait forever.
     func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 120) throws -> Run {
-        let directory = try temporaryDirectory()
-        let outPath = directory.appendingPathComponent("stdout").path
-        let errPath = directory.appendingPathComponent("stderr").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let executable = Self.executable.path
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw CocoaError(.fileReadUnknown, userInfo: ["reason": "posix_spawn: \(spawned)"]) }
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(timeout)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                Issue.record("session-bench \(arguments.joined(separator: " ")) ran past \(timeout)s and was killed")
-                break
-            }
-            usleep(2_000)
-        }
-        let exitStatus = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Run(
-            status: exitStatus, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        try ToolProcess.run(arguments, environment: environment, timeout: timeout)
     }
 
     static let quick = ["--rounds", "3", "--tasks", "8", "--duration", "50ms", "--quiet"]
 
-    func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("session-bench-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    func temporaryDirectory() throws -> URL { try ToolProcess.temporaryDirectory() }
 
     @Test func executableIsBuilt() {
         #expect(FileManager.default.isExecutableFile(atPath: Self.executable.path), "\(Self.executable.path)")

@@ -80,7 +80,7 @@ struct GateTests {
             (#"{ "version": 1, "limits": [ { "metric": "allocs_per_op", "store": "nosuch", "max": 1 } ] }"#, "limits[0].store: unknown store 'nosuch'"),
             (#"{ "version": 1, "limits": [ { "metric": "throughput_ops_per_s", "min_ratio": 1 } ] }"#, "limits[0].of: is missing"),
             (#"{ "version": 2, "limits": [] }"#, "version: must be 1"),
-            (#"{ "version": 1, "run": { "rounds": 0 }, "limits": [] }"#, "run.rounds: must be at least 1"),
+            (#"{ "version": 1, "run": { "rounds": 0 }, "limits": [] }"#, "run.rounds: must be between 1 and 100000"),
             (#"{ "version": 1, "limits": [ "#, "is not valid JSON"),
         ])
     func malformed(_ json: String, _ mention: String) throws {

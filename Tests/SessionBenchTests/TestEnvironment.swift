@@ -13,6 +13,9 @@ enum TestEnvironment {
     static let heavySuiteSkipped =
         "a suite that saturates the cooperative pool: under ThreadSanitizer it starves the suites beside it; it runs in the plain build"
 
+    static let processSuiteSkipped =
+        "drives the executable's input handling and signals, not shared state: under ThreadSanitizer each run of the instrumented tool is ten times slower and its runtime reacts to file-size limits itself; it runs in the plain build"
+
     /// How long the tests let a phase take before a store counts as hung: the tool's default,
     /// or four times it under ThreadSanitizer, which slows everything and runs beside the
     /// other suites.

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+
+/// What must not outlive this process: its measuring children and its temporary files.
+///
+/// On SIGTERM, SIGINT or SIGHUP the children are killed and the temporary files removed
+/// before the process ends with that signal. Should the process die some other way (a
+/// SIGKILL, a crash), each child notices on its own: it holds the read end of a pipe whose
+/// only writer is this process, and ends when that pipe closes (see `Lifeline`).
+enum ProcessGuard {
+    private static let state = Mutex<(children: Set<pid_t>, temporaries: Set<String>)>(([], []))
+    private static let sources = Mutex<[DispatchSourceSignal]>([])
+
+    /// The signals that end a run early, and whose default the children get back.
+    static let terminating: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+
+    static func install() {
+        // A closed pipe or a file-size limit becomes a write error the tool reports, not a
+        // silent death by signal.
+        signal(SIGPIPE, SIG_IGN)
+        signal(SIGXFSZ, SIG_IGN)
+        sources.withLock { sources in
+            guard sources.isEmpty else { return }
+            for number in terminating {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global(qos: .userInteractive))
+                source.setEventHandler { terminate(number) }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    /// Kills the children, removes the temporary files and ends the process with `number`.
+    static func terminate(_ number: Int32) -> Never {
+        let (children, temporaries) = state.withLock { ($0.children, $0.temporaries) }
+        for pid in children { kill(pid, SIGKILL) }
+        for path in temporaries { unlink(path) }
+        signal(number, SIG_DFL)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, number)
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+        raise(number)
+        _exit(128 + number)
+    }
+
+    static func adopt(child pid: pid_t) { _ = state.withLock { $0.children.insert(pid) } }
+    static func release(child pid: pid_t) { _ = state.withLock { $0.children.remove(pid) } }
+    static func track(temporary path: String) { _ = state.withLock { $0.temporaries.insert(path) } }
+    static func untrack(temporary path: String) { _ = state.withLock { $0.temporaries.remove(path) } }
+}
+
+/// The measuring child's tie to its parent: descriptor `Lifeline.descriptor` is the read
+/// end of a pipe only the parent writes to. When the parent ends, however it ends, the
+/// pipe closes and the child ends too, instead of running its scenarios to the end for no one.
+enum Lifeline {
+    static let descriptor: Int32 = 3
+    static let environmentKey = "SESSION_BENCH_LIFELINE"
+
+    /// In the child: ends the process as soon as the parent is gone.
+    static func watch() {
+        guard ProcessInfo.processInfo.environment[environmentKey] == String(descriptor) else { return }
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(descriptor, &byte, 1)
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { _exit(1) }
+            }
+        }
+        thread.stackSize = 64 * 1024
+        thread.start()
+    }
+}

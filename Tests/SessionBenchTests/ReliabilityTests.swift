@@ -1,0 +1,335 @@
+import Foundation
+import SessionBench
+import Testing
+
+/// The tool's own reliability: it never crashes on input, never leaves a child running or a
+/// temporary file behind, and never replaces what it should not.
+@Suite("Reliability", .serialized, .timeLimit(.minutes(5)),
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
+struct ReliabilityTests {
+    static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]
+
+    func run(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120) throws
+        -> ToolProcess.Run
+    {
+        try ToolProcess.run(arguments, environment: environment, launcher: launcher, timeout: timeout)
+    }
+
+    /// Bad input's promise: exit 2, one line on standard error, nothing on standard output.
+    func expectUsageError(_ run: ToolProcess.Run, mentioning mention: String, _ context: String) {
+        #expect(!run.signaled, "\(context): ended by a signal (\(run.status))")
+        #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(context): one line: \(run.stderr)")
+        #expect(run.stderr.contains(mention), "\(context): \(run.stderr)")
+        #expect(run.stdout.isEmpty, "\(context)")
+    }
+
+    // MARK: numbers out of range (crashed the tool, or were blamed on the store)
+
+    @Test(
+        "every number has a stated range, checked before anything runs: exit 2, never a signal",
+        arguments: [
+            (["compare", "--duration", "1e10s"], "--duration"),
+            (["compare", "--duration", "1e300ms"], "--duration"),
+            (["compare", "--duration", "9e9s"], "--duration"),
+            (["stress", "--for", "1e10s"], "--for"),
+            (["compare", "--hang-timeout", "1e16"], "--hang-timeout"),
+            (["compare", "--hang-timeout", "0.0001"], "between 0.5 and 3600"),
+            (["compare", "--rounds", "9223372036854775807"], "--rounds"),
+            (["compare", "--tasks", "9223372036854775807"], "--tasks"),
+            (["compare", "--tasks", "1000000000"], "between 1 and 100000"),
+            (["compare", "--rate", "1e-300"], "--rate"),
+            (["sweep", "--parameter", "tasks", "--values", "1e300"], "tasks must be whole numbers between 1 and 100000"),
+            (["sweep", "--parameter", "rate", "--values", "1e300"], "rate must be calls per second"),
+            (["sweep", "--parameter", "tasks", "--values", "1,2", "--repeats", "1000000000"], "--repeats"),
+            (["stress", "--iterations", "99999999999999999999"], "--iterations"),
+            // One rule for every number: decimal digits, no hex, sign or inf.
+            (["compare", "--rate", "0x10"], "decimal"),
+            (["compare", "--hang-timeout", "0x10"], "decimal"),
+            (["compare", "--tasks", "+5"], "decimal"),
+            (["compare", "--rate", "inf"], "decimal"),
+            (["compare", "--seed", "-1"], "--seed"),
+            (["compare", "--seed", "1.5"], "decimal"),
+            // Names: an empty list is an error for scenarios as it is for stores.
+            (["compare", "--scenario", ""], "--scenario needs at least one name"),
+            (["compare", "--scenario", ","], "--scenario needs at least one name"),
+        ])
+    func numbersOutOfRange(_ arguments: [String], _ mention: String) throws {
+        let run = try run(arguments + ["--quiet"], timeout: 30)
+        expectUsageError(run, mentioning: mention, arguments.joined(separator: " "))
+        #expect(run.seconds < 10, "rejected before anything runs (\(run.seconds)s)")
+    }
+
+    @Test("the largest crowd the range allows runs to a verdict, not a 'crash' blamed on the store")
+    func largestCrowdIsMeasured() throws {
+        let run = try run(["compare", "--stores", "mutex", "--scenario", "expiry-storm", "--tasks", "100000", "--rounds", "1", "--quiet"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("100000 callers"))
+    }
+
+    @Test("a hostile name is shown escaped, never echoed raw")
+    func controlCharactersAreEscaped() throws {
+        let run = try run(["compare", "--stores", "mu\u{1b}[31mtex\u{7}"])
+        expectUsageError(run, mentioning: "unknown store 'mu\\u{1b}[31mtex\\u{7}'", "escape sequence in a store name")
+        #expect(!run.stderr.contains("\u{1b}") && !run.stderr.contains("\u{7}"))
+    }
+
+    // MARK: outputs
+
+    @Test("a device is written, never replaced; /dev/full is a write error (exit 2); '-' is standard output")
+    func devicesAreWrittenDirectly() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let null = try run(["compare", "--output", "/dev/null"] + Self.quick)
+        #expect(null.status == 0, "\(null.stderr)")
+        var info = stat()
+        #expect(stat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "/dev/null is still a device")
+        // A copy of the node (as root): a replaced node would turn into a regular file here.
+        let copy = directory.appendingPathComponent("null").path
+        if mknod(copy, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0 {
+            let copied = try run(["compare", "--output", copy] + Self.quick)
+            #expect(copied.status == 0, "\(copied.stderr)")
+            #expect(lstat(copy, &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "the node is still a device")
+        }
+
+        let full = try run(["compare", "--output", "/dev/full"] + Self.quick)
+        expectUsageError(full, mentioning: "No space left on device", "--output /dev/full")
+
+        let dash = try run(["compare", "--output", "-", "--format", "csv"] + Self.quick)
+        #expect(dash.status == 0)
+        #expect(dash.stdout.hasPrefix(ResultsReport.csvColumns.joined(separator: ",")), "CSV only, no table: \(dash.stdout.prefix(200))")
+    }
+
+    @Test("a FIFO is written directly, not replaced by a file")
+    func fifoIsWrittenDirectly() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("results.csv").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = Thread {
+            let handle = FileHandle(forReadingAtPath: fifo)
+            _ = handle?.readDataToEndOfFile()
+        }
+        reader.start()
+        let run = try run(["compare", "--output", fifo] + Self.quick)
+        #expect(run.status == 0, "\(run.stderr)")
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+    }
+
+    @Test("an existing file keeps its mode; a symlink's target is replaced and the link kept; a hard-linked file is refused")
+    func existingFilesKeepWhatTheyAre() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("results.csv").path
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("old".utf8)))
+        chmod(file, 0o640)
+        let kept = try run(["compare", "--output", file] + Self.quick)
+        #expect(kept.status == 0, "\(kept.stderr)")
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o7777 == 0o640, "mode kept: \(String(info.st_mode & 0o7777, radix: 8))")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("schema_version"))
+
+        let link = directory.appendingPathComponent("latest.csv").path
+        #expect(symlink("results.csv", link) == 0)
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("old".utf8)))
+        let followed = try run(["compare", "--output", link] + Self.quick)
+        #expect(followed.status == 0, "\(followed.stderr)")
+        #expect(lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link stays a link")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("schema_version"), "its target was written")
+
+        let hard = directory.appendingPathComponent("hard.csv").path
+        #expect(Glibc.link(file, hard) == 0)
+        let refused = try run(["compare", "--output", hard] + Self.quick)
+        expectUsageError(refused, mentioning: "hard links", "hard-linked output")
+        #expect(stat(file, &info) == 0 && info.st_nlink == 2, "the link is not split")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.hasSuffix(".tmp") })
+    }
+
+    @Test("check --update keeps the thresholds file's mode")
+    func updateKeepsMode() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("thresholds.json").path
+        let json = """
+            { "version": 1, "run": { "stores": ["mutex"], "scenarios": ["expiry-storm"], "rounds": 2, "tasks": 4 },
+              "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }
+            """
+        #expect(FileManager.default.createFile(atPath: file, contents: Data(json.utf8)))
+        chmod(file, 0o444)
+        let run = try run(["check", "--thresholds", file, "--update", "--quiet"])
+        #expect(run.status == 0, "\(run.stderr)")
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o7777 == 0o444, "mode kept: \(String(info.st_mode & 0o7777, radix: 8))")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).contains("\"limits\""))
+    }
+
+    @Test("several outputs are written all or none: one failing leaves no other behind")
+    func outputsAllOrNone() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let csv = directory.appendingPathComponent("a.csv").path
+        let failing = try run(["compare", "--output", csv, "--output", "/dev/full"] + Self.quick)
+        expectUsageError(failing, mentioning: "/dev/full", "a device that fails after a file")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no a.csv, no temporary file")
+
+        // A file-size limit (as on a nearly full disk): the 1 KB CSV fits, the 3 KB JSON does not.
+        let json = directory.appendingPathComponent("b.json").path
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") {
+            let limited = try run(["compare", "--output", csv, "--output", json] + Self.quick, launcher: ["/usr/bin/prlimit", "--fsize=2048"])
+            expectUsageError(limited, mentioning: "b.json", "a file-size limit")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no a.csv, no temporary file")
+        }
+    }
+
+    @Test("a file name too long for the file system is refused before the run; the longest legal one works")
+    func longNames() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tooLong = directory.appendingPathComponent(String(repeating: "x", count: 252) + ".csv").path
+        let refused = try run(["compare", "--output", tooLong] + Self.quick)
+        expectUsageError(refused, mentioning: "longer than the 255 bytes", "a 256-byte name")
+        #expect(refused.seconds < 10)
+        let longest = directory.appendingPathComponent(String(repeating: "y", count: 251) + ".csv").path
+        let written = try run(["compare", "--output", longest] + Self.quick)
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(FileManager.default.fileExists(atPath: longest))
+    }
+
+    @Test("the same file named twice is refused")
+    func duplicateOutputs() throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("a.csv").path
+        let run = try run(["compare", "--output", file, "--output", directory.path + "/./a.csv"] + Self.quick)
+        expectUsageError(run, mentioning: "names the same file", "one file twice")
+    }
+
+    // MARK: children and signals
+
+    @Test("after SIGTERM or SIGKILL to the parent alone, no measuring process remains within 2 s and no temporary file is left",
+        arguments: [SIGTERM, SIGINT, SIGKILL])
+    func childrenDieWithTheParent(_ signal: Int32) throws {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("results.csv").path
+        let (parent, logs) = try ToolProcess.spawn([
+            "compare", "--stores", "mutex,nslock,actor-task", "--scenario", "steady-reads", "--duration", "20s", "--output", output,
+        ])
+        defer { try? FileManager.default.removeItem(at: logs) }
+        // Wait for the measuring child.
+        var children: [pid_t] = []
+        let deadline = Date().addingTimeInterval(30)
+        while children.isEmpty, Date() < deadline {
+            usleep(20_000)
+            children = ToolProcess.children(of: parent)
+        }
+        try #require(!children.isEmpty, "a measuring child started")
+        usleep(300_000)
+        kill(parent, signal)
+        var status: Int32 = 0
+        waitpid(parent, &status, 0)
+        let killedAt = Date()
+        while children.contains(where: ToolProcess.isAlive), Date().timeIntervalSince(killedAt) < 2 { usleep(20_000) }
+        #expect(!children.contains(where: ToolProcess.isAlive), "the measuring child outlived its parent")
+        #expect(status & 0x7f == signal, "the parent ends with the signal it was sent")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(left.isEmpty, "no output and no temporary file: \(left)")
+    }
+
+    // MARK: thresholds files
+
+    func checkFile(_ json: String, _ extra: [String] = []) throws -> (ToolProcess.Run, String) {
+        let directory = try ToolProcess.temporaryDirectory()
+        let file = directory.appendingPathComponent("limits.json").path
+        _ = FileManager.default.createFile(atPath: file, contents: Data(json.utf8))
+        return (try run(["check", "--thresholds", file, "--dry-run"] + extra, timeout: 30), file)
+    }
+
+    @Test(
+        "a thresholds file is read strictly; every error names the file and the key",
+        arguments: [
+            (#"{"version":1,"run":{"duration":"abc"},"limits":[]}"#, "run.duration", "not a duration"),
+            (#"{"version":1,"run":{"duration":"-1s"},"limits":[]}"#, "run.duration", "not a duration"),
+            (#"{"version":1,"run":{"duration":"0s"},"limits":[]}"#, "run.duration", "between 1ms and 1h"),
+            (#"{"version":1,"run":{"duration":"1e10s"},"limits":[]}"#, "run.duration", "between 1ms and 1h"),
+            (#"{"version":1,"run":{"tasks":1e14},"limits":[]}"#, "run.tasks", "between 1 and 100000"),
+            (#"{"version":1,"run":{"rounds":0},"limits":[]}"#, "run.rounds", "between 1 and 100000"),
+            (#"{"version":1,"limits":[{"metric":"refresh_calls","max":1}],"limits":[]}"#, "(file)", "appears twice"),
+            (#"{"version":1,"limits":[{"metric":"refresh_calls","max":1},]}"#, "(file)", "no trailing commas"),
+            (#"{"version":1,"limits":[],}"#, "(file)", "no trailing commas"),
+            (#"{"version":1,"run":{"stores":["a\u0000b"]},"limits":[]}"#, "run.stores[0]", "unknown store 'a\\u{0}b'"),
+        ])
+    func strictThresholds(_ json: String, _ key: String, _ mention: String) throws {
+        let (run, file) = try checkFile(json)
+        expectUsageError(run, mentioning: "\(file): \(key)", json)
+        #expect(run.stderr.contains(mention), "\(json): \(run.stderr)")
+        #expect(!run.stderr.contains("\u{0}"))
+    }
+
+    @Test("seed 0 is as good in a file as on the command line")
+    func seedZero() throws {
+        let (run, _) = try checkFile(#"{"version":1,"run":{"seed":0,"stores":["mutex"],"scenarios":["expiry-storm"]},"limits":[]}"#)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("seed 0"), "\(run.stdout)")
+    }
+
+    // MARK: what runs and what is reported
+
+    @Test("stress --for shorter than one iteration still runs one")
+    func stressRunsAtLeastOnce() throws {
+        let run = try run(["stress", "--for", "1ns", "--seed", "4"] + Self.quick.filter { $0 != "--quiet" })
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("stress: 1 iteration(s), seeds 4"), "\(run.stderr)")
+    }
+
+    @Test("a scenario named twice runs once")
+    func duplicateScenarios() throws {
+        let run = try run(["compare", "--stores", "mutex", "--scenario", "expiry-storm,expiry-storm", "--scenario", "expiry-storm",
+            "--rounds", "2", "--tasks", "4", "--format", "json", "--quiet"])
+        #expect(run.status == 0)
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        #expect(report.results.count == 1)
+    }
+
+    @Test("metadata names the allocation counter that counted, or says none did")
+    func allocationCountingIsHonest() throws {
+        let run = try run(
+            ["compare", "--stores", "mutex", "--scenario", "steady-reads", "--duration", "50ms", "--format", "json", "--quiet"],
+            environment: ["SESSION_BENCH_JEMALLOC": "off"])
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        #expect(report.metadata.allocationCounting.hasPrefix("none: jemalloc is not loaded"), "\(report.metadata.allocationCounting)")
+        if TestEnvironment.allocationsCountable {
+            let counted = try self.run(["compare", "--stores", "mutex", "--scenario", "steady-reads", "--duration", "50ms", "--format", "json", "--quiet"])
+            let countedReport = try JSONDecoder().decode(ResultsReport.self, from: Data(counted.stdout.utf8))
+            #expect(countedReport.metadata.allocationCounting.hasPrefix("jemalloc"))
+        }
+    }
+
+    @Test("stress tables say every seed and crowd they hold, and rows say their seed")
+    func stressHeadings() throws {
+        let run = try run(["stress", "--iterations", "2", "--seed", "10"] + Self.quick)
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("2 seeds, 10…11"), "\(run.stdout)")
+        #expect(run.stdout.contains("mutex, seed 10") && run.stdout.contains("mutex, seed 11"), "\(run.stdout)")
+    }
+
+    @Test("list shows every store name whole; help prints each default once")
+    func listAndHelp() throws {
+        let list = try run(["list"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
+        let storeLines = list.stdout.components(separatedBy: "scenarios:")[0].split(separator: "\n").dropFirst()
+        #expect(storeLines.count >= 8)
+        for line in storeLines {
+            let name = line.split(separator: " ").first.map(String.init) ?? ""
+            let known = try run(["compare", "--stores", name, "--include-broken", "--dry-run"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
+            #expect(known.status == 0, "'\(name)' from list is a name --stores takes: \(known.stderr)")
+        }
+        for command in ["compare", "stress", "sweep", "check"] {
+            let help = try run([command, "--help"])
+            let flattened = help.stdout.replacingOccurrences(of: "\n", with: " ").split(separator: " ").joined(separator: " ")
+            for option in flattened.components(separatedBy: " --").dropFirst() {
+                #expect(option.components(separatedBy: "default:").count <= 2, "\(command): a default printed twice: --\(option)")
+            }
+        }
+    }
+}

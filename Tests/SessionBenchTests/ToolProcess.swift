@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// The `session-bench` executable, run as a user runs it.
+enum ToolProcess {
+    struct Run {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        /// Whether a signal ended it (then `status` is 128 + the signal).
+        let signaled: Bool
+        let seconds: Double
+    }
+
+    static var executable: URL {
+        // The test bundle sits in the same build folder as the executable.
+        var directory = Bundle.main.bundleURL
+        if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("session-bench")
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("session-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Starts the executable (or `launcher` followed by it, e.g. `prlimit --fsize=…`) with
+    /// output to files in a new temporary directory; returns its pid and that directory.
+    static func spawn(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws -> (pid: pid_t, directory: URL) {
+        let directory = try temporaryDirectory()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, directory.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let words = launcher + [executable.path] + arguments
+        let argv = words.map { strdup($0) } + [nil]
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, words[0], &actions, nil, argv, envp)
+        guard spawned == 0 else { throw CocoaError(.fileReadUnknown, userInfo: ["reason": "posix_spawn: \(spawned)"]) }
+        return (pid, directory)
+    }
+
+    /// Runs the executable, reaping it with `waitpid` and killing it past `timeout`. Not
+    /// Foundation's `Process`: under ThreadSanitizer it can miss a child's exit and wait forever.
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120
+    ) throws -> Run {
+        let started = Date()
+        let (pid, directory) = try spawn(arguments, environment: environment, launcher: launcher)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(timeout)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                Issue.record("session-bench \(arguments.joined(separator: " ")) ran past \(timeout)s and was killed")
+                break
+            }
+            usleep(2_000)
+        }
+        let signaled = status & 0x7f != 0
+        let exitStatus = signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff
+        let out = directory.appendingPathComponent("stdout").path
+        let err = directory.appendingPathComponent("stderr").path
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return Run(
+            status: exitStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "", signaled: signaled,
+            seconds: Date().timeIntervalSince(started))
+    }
+
+    /// The pids whose parent is `parent` (from /proc).
+    static func children(of parent: pid_t) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 2 && Int32(fields[1]) == parent
+        }
+    }
+
+    /// Whether `pid` is still a live process (a zombie counts as gone).
+    static func isAlive(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+            return false
+        }
+        return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
+    }
+}
