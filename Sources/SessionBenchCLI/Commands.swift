@@ -190,7 +190,8 @@ struct Stress: AsyncParsableCommand {
         var scenario = scenario
         scenario.seed = seed
         var rng = SeededRandomSource(seed: seed)
-        scenario.tasks = max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks)))
+        // Between half and one and a half times the crowd, inside the range a scenario accepts.
+        scenario.tasks = min(InputRange.tasks.upperBound, max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks))))
         scenario.accounts = min(scenario.accounts, scenario.tasks)
         if scenario.isRoundBased { scenario.rounds = max(5, scenario.rounds / 4) }
         return scenario

@@ -82,6 +82,19 @@ struct InputFuzzTests {
         #expect(accepted > 50, "the generator reaches valid command lines too (\(accepted))")
     }
 
+    @Test("stress's varied crowds stay inside the range a measuring process accepts")
+    func stressVariationsStayInRange() async {
+        await propertyCheck(count: 500, input: Gen.uint64(in: 0...UInt64.max), Gen.int(in: 1...100_000)) { seed, tasks in
+            for preset in ScenarioCatalog.all {
+                var scenario = preset
+                scenario.tasks = tasks
+                scenario.accounts = min(scenario.accounts, tasks)
+                let varied = Stress.vary(scenario, seed: seed)
+                #expect(throws: Never.self, "\(preset.name), \(tasks) callers, seed \(seed)") { try varied.validate() }
+            }
+        }
+    }
+
     /// A valid thresholds file, mutated byte by byte.
     static let thresholdsTemplate = Array("""
         {"version":1,"run":{"stores":["mutex"],"scenarios":["expiry-storm"],"duration":"100ms","rounds":2,"tasks":4,"seed":3},
