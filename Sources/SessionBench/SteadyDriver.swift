@@ -290,7 +290,9 @@ struct SteadyDriver {
                         checker.endBatch()
                     }
                 case (.measured, let interval?):
-                    var intended = begin + interval * UInt64(worker) / UInt64(tasks)
+                    // Workers start staggered across one interval (in floating point: a slow rate
+                    // over a large crowd makes interval × worker overflow 64 bits).
+                    var intended = begin + UInt64(Double(interval) * Double(worker) / Double(tasks))
                     while intended < deadline {
                         await Self.wait(until: intended)
                         // Behind schedule past the deadline: what is left could not be issued.

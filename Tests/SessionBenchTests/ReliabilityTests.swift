@@ -67,6 +67,19 @@ struct ReliabilityTests {
         #expect(run.stdout.contains("100000 callers"))
     }
 
+    @Test(
+        "the corners of the ranges run to a verdict, not a 'crash' blamed on the store",
+        arguments: [
+            ["--scenario", "steady-reads", "--rate", "1", "--tasks", "100000", "--duration", "10ms"],
+            ["--scenario", "steady-reads", "--rate", "1000000000", "--tasks", "1", "--duration", "10ms"],
+            ["--scenario", "steady-reads", "--tasks", "100000", "--duration", "1ms"],
+            ["--scenario", "expiry-storm", "--tasks", "1", "--rounds", "1", "--seed", "18446744073709551615"],
+        ])
+    func rangeCorners(_ arguments: [String]) throws {
+        let run = try run(["compare", "--stores", "mutex", "--quiet"] + arguments)
+        #expect(run.status == 0, "\(arguments): \(run.stdout)\(run.stderr)")
+    }
+
     @Test("a hostile name is shown escaped, never echoed raw")
     func controlCharactersAreEscaped() throws {
         let run = try run(["compare", "--stores", "mu\u{1b}[31mtex\u{7}"])
