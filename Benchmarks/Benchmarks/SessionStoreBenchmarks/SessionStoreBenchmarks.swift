@@ -36,8 +36,17 @@ let benchmarks: @Sendable () -> Void = {
 
     for descriptor in stores {
         // lock-free-read copies the token once for each thread that starts reading it; a
-        // benchmark task that moves to a new thread pays that once.
-        let readThresholds = descriptor.name == "lock-free-read" ? BenchmarkThresholds(absolute: [.p90: 4]) : counted
+        // benchmark task that moves to a new thread pays that once. main-actor's hop to the
+        // main thread allocates a job unless the main thread is already running one it can
+        // reuse, which depends on scheduling: 1,000 per 1,000 calls on a quiet machine, 608 on
+        // a busy one (CI). Its limit takes the whole 1-1,999 range and still fails a second
+        // allocation per call.
+        let readThresholds: BenchmarkThresholds =
+            switch descriptor.name {
+            case "lock-free-read": BenchmarkThresholds(absolute: [.p90: 4])
+            case "main-actor": BenchmarkThresholds(absolute: [.p90: 999])
+            default: counted
+            }
         Benchmark(
             "fast-path-read.\(descriptor.name)",
             configuration: .init(scalingFactor: .kilo, thresholds: [.mallocCountTotal: readThresholds])
