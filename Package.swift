@@ -30,11 +30,13 @@ let package = Package(
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"]),
         // The harness's sample clock: the CPU's time-stamp counter, read inline.
         .target(name: "CSampleClock"),
+        // Where the measuring process runs: the CPUs it may use, and pinning it to some.
+        .target(name: "CPlacement"),
         // The harness: scenarios, the invariant oracle, measurements and reports.
         .target(
             name: "SessionBench",
             dependencies: [
-                "SessionContract", "SessionStores", "TokenServer", "SessionSync", "CSampleClock",
+                "SessionContract", "SessionStores", "TokenServer", "SessionSync", "CSampleClock", "CPlacement",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),

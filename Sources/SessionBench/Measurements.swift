@@ -4,6 +4,8 @@ import Histogram
 public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
     /// `validToken()` with a fresh token: the fast path.
     case read
+    /// `currentToken()` on an OS thread of its own: the synchronous read path.
+    case syncRead = "sync-read"
     /// `validToken()` in a storm: the caller waits for (or starts) a refresh.
     case refreshWait = "refresh-wait"
     /// `tokenRejected(_:)`.

@@ -38,6 +38,34 @@ extension ResultsReport {
         return names
     }
 
+    static let syncColumns = ["store", "calls/s", "p50", "p99", "p99.9", "slowest/median caller", "of plain load"]
+
+    /// The synchronous path's block: how many threads, and the plain-load floor beside it.
+    func syncHeading(for scenario: String) -> String? {
+        let figures = results.filter { $0.scenario == scenario }.compactMap(\.syncRead)
+        guard !figures.isEmpty else { return nil }
+        let threads = Set(figures.map(\.threads)).sorted()
+        let count = threads.count == 1 ? "\(threads[0])" : "\(threads.first!)–\(threads.last!)"
+        let floors = figures.compactMap(\.plainLoadThroughput).sorted()
+        let floor = floors.isEmpty ? "" : "; a plain load of a thread's own token: \(Format.rate(floors[floors.count / 2])) calls/s"
+        return "currentToken() on \(count) OS threads at once\(floor)"
+    }
+
+    func syncRows(for scenario: String) -> [[String]] {
+        results.filter { $0.scenario == scenario }.compactMap { result in
+            guard let sync = result.syncRead else { return nil }
+            let latency = result.latencies.first { $0.kind == .syncRead }
+            let fairness = sync.callerSpread.map { $0.median > 0 ? String(format: "%.2f", $0.minimum / $0.median) : "—" } ?? "—"
+            let share = sync.plainLoadThroughput.map { $0 > 0 ? String(format: "%.0f%%", sync.throughput / $0 * 100) : "—" } ?? "—"
+            return [
+                result.store, Format.rate(sync.throughput),
+                latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
+                latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—", fairness, share,
+            ]
+        }
+    }
+
     /// What a scenario's block ran with: every run's callers and seed, not the first one's.
     func heading(for scenario: String) -> String {
         let block = results.filter { $0.scenario == scenario }
@@ -54,6 +82,10 @@ extension ResultsReport {
         for scenario in scenarioNames {
             out += "\(scenario) — \(heading(for: scenario))\n"
             out += Format.aligned([Self.columns] + rows(for: scenario)) + "\n"
+            if let sync = syncHeading(for: scenario) {
+                out += "\(scenario) · sync-read — \(sync)\n"
+                out += Format.aligned([Self.syncColumns] + syncRows(for: scenario)) + "\n"
+            }
         }
         out += problems(markdown: false)
         out += notes().map { "note: \($0)\n" }.joined()
@@ -69,6 +101,13 @@ extension ResultsReport {
             out += "|" + Self.columns.map { _ in "---" }.joined(separator: "|") + "|\n"
             for row in rows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }
             out += "\n"
+            if let sync = syncHeading(for: scenario) {
+                out += "#### \(scenario) · sync-read\n\n\(sync)\n\n"
+                out += "| " + Self.syncColumns.joined(separator: " | ") + " |\n"
+                out += "|" + Self.syncColumns.map { _ in "---" }.joined(separator: "|") + "|\n"
+                for row in syncRows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }
+                out += "\n"
+            }
         }
         let problems = problems(markdown: true)
         if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
@@ -103,8 +142,13 @@ extension ResultsReport {
         let overheads = results.map(\.harnessOverheadNanoseconds).filter { $0 > 0 }
         if let overhead = overheads.min() {
             notes.append(
-                "steady latencies: one call in \(SteadyDriver.batch) timed on its own, the timer's floor taken out; "
-                    + "timing a sample costs the harness \(Format.nanoseconds(overhead))")
+                "steady latencies: one call in \(SteadyDriver.batch) timed on its own (sync-read: at a random place in the batch), "
+                    + "the timer's bracket cost taken out; timing a sample costs the harness \(Format.nanoseconds(overhead)); "
+                    + "clock: \(metadata.sampleClock ?? SampleClock.shared.summary)")
+        }
+        let anomalies = results.reduce(0) { $0 + $1.clockAnomalies }
+        if anomalies > 0 {
+            notes.append("\(anomalies) sample(s) ended before they started on the sample clock: counted in clock_anomalies, not recorded")
         }
         let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
         if let reason = unavailable.first {

@@ -8,6 +8,8 @@ public struct RunMetadata: Sendable, Codable {
     public var cores: Int
     public var system: String
     public var allocationCounting: String
+    /// The sample clock: which one, its bracket cost, and why it was chosen.
+    public var sampleClock: String?
 
     public static func current(command: String) -> RunMetadata {
         let formatter = ISO8601DateFormatter()
@@ -19,7 +21,7 @@ public struct RunMetadata: Sendable, Codable {
         return RunMetadata(
             tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
             cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
-            allocationCounting: jemallocCounting)
+            allocationCounting: jemallocCounting, sampleClock: SampleClock.shared.summary)
     }
 
     static let jemallocCounting = "jemalloc arena statistics (mallctl), thread cache off, in each store's measuring process"
@@ -29,7 +31,7 @@ public struct RunMetadata: Sendable, Codable {
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 4
+    public static let csvSchemaVersion = 5
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
@@ -67,7 +69,9 @@ public struct ResultsReport: Sendable, Codable {
         "operations", "failed_calls", "unissued_calls", "seconds", "throughput_ops_per_s", "samples", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns",
         "mean_ns", "refresh_calls", "storms", "refreshes_per_expiry", "waiters_per_refresh", "allocs_per_op",
         "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
-        "empty_store_ops_per_s", "store_bytes_per_waiter", "caller_bytes_per_waiter",
+        "empty_store_ops_per_s", "store_bytes_per_waiter", "caller_bytes_per_waiter", "clock_anomalies",
+        "caller_min_ops_per_s", "caller_median_ops_per_s", "caller_max_ops_per_s", "plain_load_ops_per_s", "sync_threads",
+        "sync_misses", "cpus",
     ]
 
     /// RFC 4180: one row per store × scenario × operation kind (a row with an empty
@@ -77,14 +81,20 @@ public struct ResultsReport: Sendable, Codable {
         for result in results {
             let kinds: [LatencySummary?] = result.latencies.isEmpty ? [nil] : result.latencies
             for latency in kinds {
+                // A sync-read row counts the synchronous loop's calls, time and callers.
+                let sync = latency?.kind == .syncRead ? result.syncRead : nil
+                let operations = sync?.operations ?? result.operations
+                let seconds = sync?.seconds ?? result.seconds
+                let throughput = sync?.throughput ?? result.throughput
+                let spread = sync != nil ? sync?.callerSpread : (latency?.kind == .read ? result.callerSpread : nil)
                 let fields: [String] = [
                     "\(Self.csvSchemaVersion)", result.store, result.scenario, result.kind.rawValue,
                     result.sweep?.parameter.rawValue ?? "", result.sweep.map { ThresholdCheck.format($0.value) } ?? "",
                     result.sweep.map { String($0.repeatIndex) } ?? "", latency?.kind.rawValue ?? "", result.verdict.rawValue,
                     result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: " "),
-                    "\(result.tasks)", "\(result.seed)", "\(result.operations)", "\(result.failedCalls)",
-                    result.unissuedCalls.map { "\($0)" } ?? "", Self.number(result.seconds, 6),
-                    Self.number(result.throughput, 1), latency.map { "\($0.count)" } ?? "",
+                    "\(result.tasks)", "\(result.seed)", "\(operations)", sync == nil ? "\(result.failedCalls)" : "0",
+                    sync == nil ? result.unissuedCalls.map { "\($0)" } ?? "" : "", Self.number(seconds, 6),
+                    Self.number(throughput, 1), latency.map { "\($0.count)" } ?? "",
                     latency.map { "\($0.p50)" } ?? "", latency.map { "\($0.p90)" } ?? "",
                     latency.map { "\($0.p99)" } ?? "", latency.map { "\($0.p999)" } ?? "",
                     latency.map { "\($0.max)" } ?? "", latency.map { Self.number($0.mean, 1) } ?? "",
@@ -98,6 +108,11 @@ public struct ResultsReport: Sendable, Codable {
                     result.emptyStoreThroughput.map { Self.number($0, 1) } ?? "",
                     result.storeBytesPerWaiter.map { Self.number($0, 1) } ?? "",
                     result.callerBytesPerWaiter.map { Self.number($0, 1) } ?? "",
+                    "\(result.clockAnomalies)",
+                    spread.map { Self.number($0.minimum, 1) } ?? "", spread.map { Self.number($0.median, 1) } ?? "",
+                    spread.map { Self.number($0.maximum, 1) } ?? "",
+                    result.syncRead?.plainLoadThroughput.map { Self.number($0, 1) } ?? "",
+                    result.syncRead.map { "\($0.threads)" } ?? "", sync.map { "\($0.misses)" } ?? "", result.cpus ?? "",
                 ]
                 lines.append(fields.map(Self.csvField).joined(separator: ","))
             }

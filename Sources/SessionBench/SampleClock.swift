@@ -2,18 +2,21 @@ import CSampleClock
 import Histogram
 import SessionContract
 
-/// The clock the harness times samples with: the CPU's time-stamp counter on x86 (a few
-/// nanoseconds a read, against tens for `clock_gettime`), calibrated once against
-/// `CLOCK_MONOTONIC`; plain `CLOCK_MONOTONIC` nanoseconds elsewhere.
-///
-/// Requires an invariant TSC (`constant_tsc`/`nonstop_tsc`, as on current x86 servers and
-/// VMs): the counter then ticks at one rate on every core.
+/// The clock the harness times samples with: the CPU's time-stamp counter, read serialized
+/// (`rdtscp; lfence`), where the CPU reports it invariant (`constant_tsc` and `nonstop_tsc`:
+/// one rate on every core, in every power state), calibrated once against `CLOCK_MONOTONIC`;
+/// plain `CLOCK_MONOTONIC` nanoseconds elsewhere, with the reason in every report.
 public struct SampleClock: Sendable {
     /// Nanoseconds per tick.
     public let nanosecondsPerTick: Double
-    /// The smallest difference between two back-to-back reads, in ticks: the timer's own
-    /// floor, taken out of every sample so a 5 ns call is not reported as 15.
-    public let floorTicks: UInt64
+    /// What a bracket with nothing inside measures: the median of back-to-back reads, in
+    /// ticks. It is the timer's own share of every sample, and is taken out of each one (a
+    /// sample at or below it counts as one tick).
+    public let bracketTicks: UInt64
+    /// Which clock, e.g. `tsc (rdtscp; lfence)`.
+    public let name: String
+    /// Why this clock: the CPU flags that allow the counter, or what ruled it out.
+    public let reason: String
 
     public static let shared = SampleClock()
 
@@ -21,22 +24,41 @@ public struct SampleClock: Sendable {
     public static func ticks() -> UInt64 { session_bench_ticks() }
 
     init() {
+        reason = String(cString: session_bench_clock_why())
+        switch session_bench_clock_kind() {
+        case Int32(SESSION_BENCH_CLOCK_RDTSCP): name = "tsc (rdtscp; lfence)"
+        case Int32(SESSION_BENCH_CLOCK_LFENCE_RDTSC): name = "tsc (lfence; rdtsc; lfence)"
+        default: name = "CLOCK_MONOTONIC"
+        }
         if session_bench_ticks_are_cycles() != 0 {
-            let clock = TokenClock.system
-            let startNs = clock.now().nanoseconds, startTicks = Self.ticks()
+            let startNs = session_bench_monotonic_ns(), startTicks = Self.ticks()
             var nowNs = startNs
-            while nowNs - startNs < 20_000_000 { nowNs = clock.now().nanoseconds }
+            while nowNs - startNs < 20_000_000 { nowNs = session_bench_monotonic_ns() }
             let ticks = Self.ticks() - startTicks
             nanosecondsPerTick = Double(nowNs - startNs) / Double(max(ticks, 1))
         } else {
             nanosecondsPerTick = 1
         }
-        var floor = UInt64.max
+        var brackets: [UInt64] = []
+        brackets.reserveCapacity(10_000)
         for _ in 0..<10_000 {
             let a = Self.ticks(), b = Self.ticks()
-            floor = min(floor, b &- a)
+            brackets.append(b &- a)
         }
-        floorTicks = floor
+        brackets.sort()
+        bracketTicks = brackets[brackets.count / 2]
+    }
+
+    /// The clock for a report: its name, its timer cost and why it was chosen.
+    public var summary: String {
+        "\(name), \(String(format: "%.1f", nanoseconds(ticks: bracketTicks)))ns per bracket taken out of each sample; \(reason)"
+    }
+
+    /// `end - start` for a sample, or `nil` when the end reads earlier than the start (a
+    /// clock stepped back, or read on two cores out of step): counted, never recorded.
+    @inline(__always)
+    public static func elapsed(from start: UInt64, to end: UInt64) -> UInt64? {
+        end >= start ? end &- start : nil
     }
 
     public func nanoseconds(ticks: UInt64) -> Double { Double(ticks) * nanosecondsPerTick }

@@ -63,6 +63,17 @@ public struct ScenarioResult: Sendable, Codable {
     /// Steady scenarios: callers that had started calling before the first one stopped — all
     /// of them when every caller really ran at once.
     public var callersAtOnce: Int?
+    /// Samples whose end read earlier than their start (a clock stepped back, or two cores
+    /// out of step): counted here, never recorded or dropped silently.
+    public var clockAnomalies: UInt64 = 0
+    /// Steady scenarios: calls per second of the slowest, the median and the fastest caller,
+    /// each over its own time (async reads).
+    public var callerSpread: ThroughputSpread?
+    /// Steady scenarios, stores with a synchronous read: `currentToken()` on OS threads.
+    public var syncRead: SyncReadFigures?
+    /// The CPUs the measuring process could run on (`0-1`, `0`): pinned with `--cpus`, or all
+    /// the system allowed. `nil` if the system does not say.
+    public var cpus: String?
     /// Wall-clock seconds of the measured phase.
     public var seconds: Double = 0
     public var latencies: [LatencySummary] = []
@@ -140,5 +151,22 @@ public struct ScenarioResult: Sendable, Codable {
             }
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
         return latencies.first
+    }
+}
+
+/// How evenly a store served its callers: the slowest, median and fastest caller's calls
+/// per second, each over its own time.
+public struct ThroughputSpread: Sendable, Codable, Hashable {
+    public var minimum: Double
+    public var median: Double
+    public var maximum: Double
+
+    /// From each caller's calls per second; `nil` for none.
+    public init?(_ rates: [Double]) {
+        let sorted = rates.sorted()
+        guard let first = sorted.first, let last = sorted.last else { return nil }
+        minimum = first
+        median = sorted[sorted.count / 2]
+        maximum = last
     }
 }

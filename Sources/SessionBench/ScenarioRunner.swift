@@ -41,6 +41,8 @@ public struct ScenarioRunner: Sendable {
         let counter = AllocationCounter.unavailableReason == nil ? AllocationCounter() : nil
         result.allocationNote = AllocationCounter.unavailableReason
         result.harnessOverheadNanoseconds = HarnessOverhead.perSampleNanoseconds()
+        let cpus = CPUPlacement.allowed
+        result.cpus = cpus.isEmpty ? nil : CPUPlacement.text(cpus)
 
         let cpuBefore = ResourceUsage.cpuSeconds
         let skeleton = result, timeout = hangTimeout, handler = onStarvation
@@ -108,12 +110,18 @@ struct DriverOutcome {
     var bareLoopThroughput: Double?
     var storeBytesPerWaiter: Double?
     var callerBytesPerWaiter: Double?
+    var clockAnomalies: UInt64 = 0
+    var callerSpread: ThroughputSpread?
+    var syncRead: SyncReadFigures?
 
     func apply(to result: inout ScenarioResult) {
         result.operations = operations
         result.failedCalls = failedCalls
         result.unissuedCalls = unissuedCalls
         result.callersAtOnce = callersAtOnce
+        result.clockAnomalies = clockAnomalies
+        result.syncRead = syncRead
+        result.callerSpread = callerSpread
         result.seconds = seconds
         result.latencies = latencies.summaries
         result.refreshCalls = refreshCalls
@@ -139,7 +147,7 @@ enum HarnessOverhead {
     static func perSampleNanoseconds(iterations: Int = 100_000) -> Double {
         let clock = SampleClock.shared
         var histogram = clock.emptyTickHistogram()
-        let floor = clock.floorTicks
+        let floor = clock.bracketTicks
         var best = Double.infinity
         for _ in 0..<5 {
             let start = SampleClock.ticks()

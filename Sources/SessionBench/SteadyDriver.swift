@@ -51,6 +51,20 @@ struct SteadyDriver {
         var beginTicks: UInt64 = 0
         var endTicks: UInt64 = 0
         var errors: [ObservedCall] = []
+        /// Samples whose end read earlier than their start: counted, not recorded.
+        var clockAnomalies: UInt64 = 0
+
+        /// Records the time from `start` to now, less the timer's own bracket, as a read or a
+        /// write; a sample that ends before it starts is counted instead.
+        @inline(__always)
+        mutating func sample(write: Bool, from start: UInt64, bracket: UInt64) {
+            guard let ticks = SampleClock.elapsed(from: start, to: SampleClock.ticks()) else {
+                clockAnomalies += 1
+                return
+            }
+            let value = ticks > bracket ? ticks &- bracket : 1
+            if write { _ = writes?.record(value) } else { _ = reads?.record(value) }
+        }
     }
 
     enum Mode { case measured, bare }
@@ -128,10 +142,32 @@ struct SteadyDriver {
                 recorder.add(.rejection, SampleClock.shared.nanosecondsHistogram(writes))
             }
         }
+        outcome.clockAnomalies = reports.reduce(0) { $0 + $1.clockAnomalies }
+        outcome.callerSpread = ThroughputSpread(reports.map { report in
+            let seconds = SampleClock.shared.nanoseconds(ticks: report.endTicks &- report.beginTicks) / 1e9
+            return seconds > 0 ? Double(report.operations) / seconds : 0
+        })
         if scenario.arrivalRate != nil { outcome.unissuedCalls = reports.reduce(0) { $0 + $1.unissued } }
         // Callers live at once: those that had started before the first one stopped.
         if let firstStop = reports.map(\.endTicks).min() {
             outcome.callersAtOnce = reports.count { $0.beginTicks < firstStop }
+        }
+        // The synchronous path, for stores that have one: the same signed-in store, read from
+        // OS threads of their own.
+        if let reader = store as? any SynchronousTokenReading, scenario.arrivalRate == nil {
+            let driver = SyncReadDriver(scenario: scenario, oracle: oracle, hangTimeout: runner.hangTimeout)
+            switch await driver.run(reader, clock: clock) {
+            case .finished(let figures, let latency, let anomalies):
+                outcome.syncRead = figures
+                outcome.clockAnomalies += anomalies
+                if latency.totalCount > 0 { recorder.add(.syncRead, latency) }
+            case .stuck(let count):
+                outcome.hang = .init(
+                    stuckCallers: count, ofCallers: driver.threads, operation: .syncRead,
+                    waitedSeconds: runner.hangTimeout.seconds, phase: "synchronous reads",
+                    detail: "threads still inside currentToken() when the time was up")
+                return outcome
+            }
         }
         outcome.latencies = recorder
         outcome.refreshCalls = server.ledger.refreshCalls
@@ -180,7 +216,7 @@ struct SteadyDriver {
                 var report = WorkerReport(
                     reads: samples ? clock.emptyTickHistogram() : nil,
                     writes: samples && writeEvery > 0 ? clock.emptyTickHistogram() : nil)
-                let floor = clock.floorTicks
+                let floor = clock.bracketTicks
                 var checker = ReadChecker(worker: worker, oracle: oracle, shared: shared)
                 await line.arriveAndWait()
                 latch.enter()
@@ -237,8 +273,7 @@ struct SteadyDriver {
                         // The batch's first call is the sample, timed from the batch's own read.
                         do throws(SessionError) {
                             let token = try await store.validToken()
-                            let ticks = SampleClock.ticks() &- t0
-                            _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
+                            report.sample(write: false, from: t0, bracket: floor)
                             checker.check(token, notBefore: notBefore)
                             report.operations += 1
                         } catch {
@@ -275,11 +310,10 @@ struct SteadyDriver {
                         do throws(SessionError) {
                             let isWrite = calls % writeEvery == 0
                             let token = try await (isWrite && held != nil ? store.tokenRejected(held!) : store.validToken())
-                            let ticks = SampleClock.ticks() &- t0
                             if isWrite {
-                                _ = report.writes?.record(ticks > floor ? ticks &- floor : 1)
+                                report.sample(write: true, from: t0, bracket: floor)
                             } else {
-                                _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
+                                report.sample(write: false, from: t0, bracket: floor)
                             }
                             checker.check(token, notBefore: notBefore)
                             held = token
@@ -302,8 +336,7 @@ struct SteadyDriver {
                         checker.startBatch()
                         do throws(SessionError) {
                             let token = try await store.validToken()
-                            let ticks = SampleClock.ticks() &- intended
-                            _ = report.reads?.record(ticks > floor ? ticks &- floor : 1)
+                            report.sample(write: false, from: intended, bracket: floor)
                             checker.check(token, notBefore: notBefore)
                             report.operations += 1
                         } catch {
@@ -456,15 +489,17 @@ struct ReadChecker {
     }
 }
 
-/// The cheapest possible store: one fixed token, no lock, no allocation. The harness runs
-/// its loop over it to learn its own costs.
+/// The cheapest possible store: one fixed token, no lock, no allocation, and no reference
+/// count: its value and subject are short enough to live inside the token itself, so callers
+/// on different threads share no memory they write (a shared heap string would make every
+/// caller pay a contended reference count that no good store pays). The harness runs its
+/// loop over it to learn its own costs.
 final class EmptyStore: SynchronousTokenReading {
     private let token: AccessToken
 
     init(lifetime: Duration, clock: TokenClock) {
         token = AccessToken(
-            value: String(repeating: "e", count: 900), subject: Subject("empty"), generation: 1,
-            expiresAt: clock.now() + lifetime)
+            value: "empty-token", subject: Subject("empty"), generation: 1, expiresAt: clock.now() + lifetime)
     }
 
     func currentToken() -> AccessToken? { token }

@@ -99,6 +99,8 @@ public struct ThresholdCheck: Sendable {
             return (result.emptyStoreThroughput, "empty-store loop")
         case .bareLoop:
             return (result.bareLoopThroughput, "bare loop")
+        case .plainLoad:
+            return (result.syncRead?.plainLoadThroughput, "plain load")
         case .result(let store, let scenario):
             let store = store ?? result.store, scenario = scenario ?? result.scenario
             let other = results.first { $0.store == store && $0.scenario == scenario }

@@ -51,6 +51,9 @@ public struct Thresholds: Sendable, Hashable {
         case emptyStore
         /// A loop over the same store with no timing and no checks (throughput).
         case bareLoop
+        /// The synchronous thread loop over a token in each thread's own memory, read with no
+        /// synchronization (`sync-read` throughput).
+        case plainLoad
     }
 
     public struct Limit: Sendable, Hashable {
@@ -107,7 +110,15 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
 
     /// This metric of `result` (latencies of `operation`, or of the headline operation).
     public func value(in result: ScenarioResult, operation: OperationKind?) -> Double? {
-        let latency = operation.flatMap { kind in result.latencies.first { $0.kind == kind } } ?? result.headlineLatency
+        // An operation named but not measured is not measured: never another operation's figure.
+        let latency = operation.map { kind in result.latencies.first { $0.kind == kind } } ?? result.headlineLatency
+        if operation == .syncRead {
+            switch self {
+            case .throughput: return result.syncRead.flatMap { $0.operations > 0 ? $0.throughput : nil }
+            case .p50, .p90, .p99, .p999, .max, .mean: break
+            default: return nil
+            }
+        }
         switch self {
         case .refreshCalls: return Double(result.refreshCalls)
         case .refreshesPerExpiry: return result.refreshesPerExpiry

@@ -189,14 +189,16 @@ extension Thresholds {
             default:
                 guard limit > 0 else { throw fail("\(key).\(boundKey)", "must be positive") }
                 guard let of = object["of"] else { throw fail("\(key).of", "is missing; a ratio needs something to divide by") }
-                let reference = try self.reference(of, at: "\(key).of", metric: metric, knownStores: knownStores)
+                let reference = try self.reference(of, at: "\(key).of", metric: metric, operation: operation, knownStores: knownStores)
                 bound = boundKey == "max_ratio" ? .maxRatio(limit, of: reference) : .minRatio(limit, of: reference)
             }
             return Thresholds.Limit(
                 metric: metric, store: store, scenario: scenario, operation: operation, bound: bound, location: key)
         }
 
-        func reference(_ value: JSONValue, at key: String, metric: Metric, knownStores: [String]) throws(ThresholdsError) -> Thresholds.Reference {
+        func reference(
+            _ value: JSONValue, at key: String, metric: Metric, operation: OperationKind?, knownStores: [String]
+        ) throws(ThresholdsError) -> Thresholds.Reference {
             let members = try self.object(value, at: key)
             let object = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
             try onlyKeys(members, ["store", "scenario", "baseline"], at: key)
@@ -209,8 +211,13 @@ extension Thresholds {
                 case "empty_store", "bare_loop":
                     guard metric == .throughput else { throw fail("\(key).baseline", "this baseline compares with throughput_ops_per_s only") }
                     return try string(baseline, at: "\(key).baseline") == "empty_store" ? .emptyStore : .bareLoop
+                case "plain_load":
+                    guard metric == .throughput, operation == .syncRead else {
+                        throw fail("\(key).baseline", "plain_load compares with throughput_ops_per_s of operation sync-read only")
+                    }
+                    return .plainLoad
                 case let other:
-                    throw fail("\(key).baseline", "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop")
+                    throw fail("\(key).baseline", "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop, plain_load")
                 }
             }
             let store = try object["store"].map { v throws(ThresholdsError) in try string(v, at: "\(key).store") }

@@ -106,6 +106,7 @@ struct Compare: AsyncParsableCommand {
             print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout), terminator: "")
             return
         }
+        try run.place()
         if !output.quiet {
             let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
             Log.progress(
@@ -146,6 +147,7 @@ struct Stress: AsyncParsableCommand {
             print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.hangTimeout), terminator: "")
             return
         }
+        try run.place()
         var random = SystemRandomNumberGenerator()
         let firstSeed = run.seed ?? random.next()
         let started = ContinuousClock.now
@@ -207,6 +209,7 @@ struct Stress: AsyncParsableCommand {
         if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
         if let timeout = run.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
         if store.isReferenceBroken { words.append("--include-broken") }
+        if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
         if run.inProcess { words.append("--in-process") }
         return words.joined(separator: " ")
     }

@@ -54,6 +54,14 @@ enum ArgumentText {
         }
     }
 
+    /// A list of CPU numbers: `0`, `0,1`, `0-3,6`.
+    static func cpus(_ text: String) throws -> [Int] {
+        guard let cpus = CPUPlacement.parse(text) else {
+            throw Invalid(description: "give CPU numbers separated by commas, or ranges, e.g. 0 or 0,1 or 0-3 (see nproc)")
+        }
+        return cpus
+    }
+
     /// A duration within `range` seconds; `rangeText` says it as people would (`1ms and 1h`).
     static func duration(_ range: ClosedRange<Double>, rangeText: String) -> @Sendable (String) throws -> DurationArgument {
         { text in

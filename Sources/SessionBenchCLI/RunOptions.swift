@@ -48,6 +48,12 @@ struct RunOptions: ParsableArguments {
     @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations need LD_PRELOAD).")
     var inProcess = false
 
+    @Option(
+        name: .long,
+        help: "Pin the measuring processes to these CPUs, e.g. 0 or 0,1 or 0-3 (default: every CPU the system allows). Recorded in every result.",
+        transform: ArgumentText.cpus)
+    var cpus: [Int]?
+
     @Flag(name: .long, help: "Check every option and print what would run, then exit without running anything.")
     var dryRun = false
 
@@ -61,6 +67,18 @@ struct RunOptions: ParsableArguments {
     func validate() throws {
         _ = try resolvedStores()
         _ = try resolvedScenarios()
+        if let cpus {
+            let allowed = CPUPlacement.allowed
+            if !allowed.isEmpty, let missing = cpus.first(where: { !allowed.contains($0) }) {
+                throw UsageError("--cpus: CPU \(missing) is not one this process may use; give CPUs from \(CPUPlacement.text(allowed))")
+            }
+        }
+    }
+
+    /// Pins this process, and so every measuring process it starts, to `--cpus`.
+    func place() throws {
+        guard let cpus else { return }
+        do { try CPUPlacement.pin(cpus) } catch { throw UsageError(error.description) }
     }
 
     func resolvedStores() throws(UsageError) -> [StoreDescriptor] {

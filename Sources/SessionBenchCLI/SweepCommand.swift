@@ -86,6 +86,7 @@ struct Sweep: AsyncParsableCommand {
                 + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout), terminator: "")
             return
         }
+        try run.place()
         if !output.quiet {
             Log.progress(
                 "session-bench sweep: \(parameter.rawValue) over \(points.map { InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "

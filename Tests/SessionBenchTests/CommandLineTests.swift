@@ -56,6 +56,39 @@ struct CommandLineTests {
         #expect(leftovers == ["f.csv"], "no temporary file left beside the output")
     }
 
+    @Test("compare shows the synchronous read path beside the async one, in the table and as CSV rows")
+    func syncReadRows() throws {
+        let directory = try temporaryDirectory()
+        let csv = directory.appendingPathComponent("f.csv").path
+        let run = try run(["compare", "--stores", "mutex,actor-task", "--scenario", "steady-reads", "--output", csv] + Self.quick)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("steady-reads · sync-read — currentToken() on 8 OS threads at once"), "\(run.stdout)")
+        let rows = try String(contentsOfFile: csv, encoding: .utf8).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let columns = ResultsReport.csvColumns
+        let operation = try #require(columns.firstIndex(of: "operation"))
+        let sync = rows.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            .filter { $0[operation] == "sync-read" }
+        #expect(sync.count == 1 && sync.first?[1] == "mutex", "one sync-read row, for the store that has the path: \(sync)")
+        if let row = sync.first {
+            for name in ["plain_load_ops_per_s", "caller_min_ops_per_s", "sync_threads", "throughput_ops_per_s"] {
+                let index = try #require(columns.firstIndex(of: name))
+                #expect(Double(row[index]).map { $0 > 0 } == true, "\(name) = \(row[index])")
+            }
+        }
+    }
+
+    @Test("--cpus pins the measuring processes, and every result records where it ran")
+    func pinned() throws {
+        let directory = try temporaryDirectory()
+        let csv = directory.appendingPathComponent("f.csv").path
+        let run = try run(["compare", "--stores", "mutex", "--scenario", "steady-reads", "--cpus", "0", "--output", csv] + Self.quick)
+        #expect(run.status == 0, "\(run.stderr)")
+        let rows = try String(contentsOfFile: csv, encoding: .utf8).components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let cpus = try #require(ResultsReport.csvColumns.firstIndex(of: "cpus"))
+        let values = Set(rows.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false)[cpus] })
+        #expect(values == ["0"], "every row ran on CPU 0 alone: \(values)")
+    }
+
     @Test("JSON carries histograms and never a token or user id")
     func jsonHasEverythingButSecrets() throws {
         let run = try run(["compare", "--stores", "mutex", "--scenario", "user-switch,steady-reads", "--format", "json"] + Self.quick)
@@ -78,6 +111,9 @@ struct CommandLineTests {
             (["--format", "xml"], "xml"),
             (["--output", "/nonexistent-dir/f.csv"], "does not exist"),
             (["--output", "/proc/f.csv"], "cannot create files"),
+            (["--cpus", "4096"], "--cpus"),
+            (["--cpus", "0-"], "give CPU numbers"),
+            (["--cpus", "\(ProcessInfo.processInfo.activeProcessorCount + 7)"], "is not one this process may use"),
         ])
     func badInput(_ arguments: [String], _ mention: String) throws {
         let run = try run(["compare", "--format", "csv"] + arguments)

@@ -82,6 +82,10 @@ struct GateTests {
             (#"{ "version": 2, "limits": [] }"#, "version: must be 1"),
             (#"{ "version": 1, "run": { "rounds": 0 }, "limits": [] }"#, "run.rounds: must be between 1 and 100000"),
             (#"{ "version": 1, "limits": [ "#, "is not valid JSON"),
+            (
+                #"{ "version": 1, "limits": [ { "metric": "throughput_ops_per_s", "store": "mutex", "operation": "read", "min_ratio": 0.1, "of": { "baseline": "plain_load" } } ] }"#,
+                "limits[0].of.baseline: plain_load compares with throughput_ops_per_s of operation sync-read only"
+            ),
         ])
     func malformed(_ json: String, _ mention: String) throws {
         let path = try thresholds(json)
@@ -90,6 +94,28 @@ struct GateTests {
         #expect(run.stderr.contains(path), "names the file: \(run.stderr)")
         #expect(run.stderr.contains(mention), "\(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("sync-read limits: a store without a synchronous read is not measured, never given the async figure")
+    func syncReadLimits() throws {
+        let path = try thresholds(#"""
+            { "version": 1, "run": { "scenarios": ["steady-reads"], "stores": ["mutex", "actor-task"], "duration": "60ms", "tasks": 4 },
+              "limits": [
+                { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "operation": "sync-read", "min_ratio": 0.00001, "of": { "baseline": "plain_load" } },
+                { "metric": "p99_ns", "store": "mutex", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } },
+                { "metric": "throughput_ops_per_s", "store": "actor-task", "scenario": "steady-reads", "operation": "sync-read", "min_ratio": 0.01, "of": { "baseline": "plain_load" } },
+                { "metric": "p50_ns", "store": "actor-task", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } }
+              ] }
+            """#)
+        let run = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        #expect(run.status == 1, "\(run.stderr)")
+        let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(run.stdout.utf8))
+        let bySource = Dictionary(grouping: outcomes, by: \.source)
+        #expect(bySource["limits[0]"]?.allSatisfy(\.passed) == true, "\(outcomes)")
+        #expect(bySource["limits[1]"]?.allSatisfy(\.passed) == true, "\(outcomes)")
+        for source in ["limits[2]", "limits[3]"] {
+            #expect(bySource[source]?.allSatisfy { !$0.passed && $0.measured.contains("not measured") } == true, "\(source): \(outcomes)")
+        }
     }
 
     @Test func missingFileExitsTwo() throws {

@@ -30,6 +30,45 @@ struct SteadyConcurrencyTests {
         }
     }
 
+    @Test("sync-read: currentToken() on OS threads that all run at once, with the plain-load floor beside it", arguments: [1, 2, 64])
+    func synchronousReads(_ threads: Int) async throws {
+        var scenario = try ScenarioCatalog.named("steady-reads")
+        scenario.tasks = threads
+        scenario.duration = Self.duration
+        for store in StoreCatalog.correct {
+            let result = await ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout).run(store, scenario)
+            #expect(result.verdict == .pass, "\(store.name) × \(threads): \(result.hang.map { "\($0)" } ?? "") \(result.violations)")
+            guard store.offersSynchronousRead else {
+                #expect(result.syncRead == nil, "\(store.name) has no synchronous read")
+                continue
+            }
+            let sync = try #require(result.syncRead, "\(store.name)")
+            #expect(sync.threads == threads && sync.threadsAtOnce == threads, "\(store.name): \(sync.threadsAtOnce) of \(sync.threads) at once")
+            #expect(sync.operations > 0 && sync.misses == 0, "\(store.name): \(sync.operations) calls, \(sync.misses) misses")
+            #expect(sync.seconds >= Self.duration.seconds * 0.9 && sync.seconds < Self.duration.seconds * 5, "\(store.name): \(sync.seconds)s")
+            let spread = try #require(sync.callerSpread)
+            #expect(spread.minimum <= spread.median && spread.median <= spread.maximum && spread.minimum > 0)
+            #expect((sync.plainLoadThroughput ?? 0) > 0, "the floor is measured in the same run")
+            #expect(result.latencies.contains { $0.kind == .syncRead && $0.count > 0 })
+            #expect(result.clockAnomalies == 0, "\(store.name): \(result.clockAnomalies) samples ran backwards")
+            #expect(result.callerSpread != nil, "async callers' spread is reported too")
+            #expect(result.cpus == CPUPlacement.text(CPUPlacement.allowed), "the CPUs the run could use are recorded")
+        }
+    }
+
+    @Test("CPU lists: 0,1 and 0-3,6 read as numbers, written back in the short form; nonsense refused")
+    func cpuLists() {
+        #expect(CPUPlacement.parse("0") == [0])
+        #expect(CPUPlacement.parse("1,0,1") == [0, 1])
+        #expect(CPUPlacement.parse("0-3,6") == [0, 1, 2, 3, 6])
+        for bad in ["", ",", "a", "-1", "1-0", "0-", "0--1", "1e3", "0,,1", "99999", " 1"] {
+            #expect(CPUPlacement.parse(bad) == nil, "'\(bad)'")
+        }
+        #expect(CPUPlacement.text([6, 0, 1, 2, 3]) == "0-3,6")
+        #expect(CPUPlacement.text([0]) == "0")
+        #expect(!CPUPlacement.allowed.isEmpty)
+    }
+
     @Test("an arrival rate beyond the store's capacity stops at the deadline and counts what could not be issued")
     func overloadedOpenLoop() async throws {
         var scenario = try ScenarioCatalog.named("steady-reads")

@@ -50,6 +50,37 @@ struct SweepTests {
         #expect(reads.allSatisfy { Double($0[column("bare_loop_ops_per_s")]) ?? 0 > 0 })
     }
 
+    @Test("the table gives each point's fastest repeat over its slowest, and warns beyond 1.3")
+    func repeatSpread() throws {
+        let scenario = try ScenarioCatalog.named("steady-reads")
+        func run(_ store: String, _ repeatIndex: Int, _ throughput: Double, sync: Double?) -> ScenarioResult {
+            var result = ScenarioResult(store: store, scenario: scenario, verdict: .pass)
+            result.operations = 1_000
+            result.seconds = 1_000 / throughput
+            result.sweep = SweepPoint(parameter: .tasks, value: 2, repeatIndex: repeatIndex)
+            if let sync {
+                var figures = SyncReadFigures(threads: 2)
+                figures.operations = 1_000
+                figures.throughput = sync
+                result.syncRead = figures
+            }
+            return result
+        }
+        let report = ResultsReport(
+            results: [
+                run("steady", 0, 100, sync: 1_000), run("steady", 1, 110, sync: 1_050), run("steady", 2, 105, sync: 1_020),
+                run("jumpy", 0, 100, sync: nil), run("jumpy", 1, 300, sync: nil), run("jumpy", 2, 120, sync: nil),
+            ],
+            metadata: .current(command: "sweep"))
+        let table = report.sweepTable(baseline: nil)
+        let lines = table.split(separator: "\n").map(String.init)
+        #expect(lines.first?.contains("max/min") == true && lines.first?.contains("sync-read calls/s (median)") == true, "\(table)")
+        #expect(lines.contains { $0.hasPrefix("2") && $0.contains("steady") && $0.contains("1.10") && $0.contains("1.05") }, "\(table)")
+        #expect(lines.contains { $0.contains("jumpy") && $0.contains("3.00") }, "\(table)")
+        let warnings = lines.filter { $0.hasPrefix("warning:") }
+        #expect(warnings.count == 1 && warnings.first?.contains("jumpy at tasks=2: read repeats differ 3.00×") == true, "\(table)")
+    }
+
     @Test(arguments: [
         (["--parameter", "tasks", "--values", "1,x"], "'x' is not a decimal number"),
         (["--parameter", "speed", "--values", "1"], "speed"),

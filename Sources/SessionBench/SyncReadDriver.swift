@@ -1,0 +1,238 @@
+import CPlacement
+import Foundation
+import Histogram
+import SessionContract
+import Synchronization
+
+/// What the synchronous read path (`currentToken()`) costs, on real threads.
+///
+/// Each caller is its own OS thread, not a task: all of them are started, wait behind one
+/// start line, and call `currentToken()` in a tight loop of batches of ``batch`` calls for the
+/// duration — so "8 callers" are 8 threads contending for the store at once, however few
+/// cores there are. Throughput comes from each thread's calls over its own time; one call per
+/// batch, at a position drawn at random, is also timed on its own for the latency histogram
+/// (the serialized sample clock; its bracket cost taken out as in the async loop). Every
+/// token is checked as the async loop checks it (fresh, never older than one already seen).
+///
+/// The same loop also runs over a token each thread holds in its own memory, read with no
+/// synchronization at all: the physical floor of this loop on this machine
+/// (`plain_load_ops_per_s`), measured in the same run.
+struct SyncReadDriver {
+    /// Calls per batch; one of them, at a random position, is timed on its own.
+    static let batch = 64
+    /// More threads than this are not started: a hundred busy threads per core already say
+    /// what contention costs, and a crowd of 100,000 is a task scenario.
+    static let maxThreads = 256
+
+    let threads: Int
+    let duration: Duration
+    let tokenLifetime: Duration
+    let oracle: Oracle?
+    let hangTimeout: Duration
+
+    init(scenario: Scenario, oracle: Oracle?, hangTimeout: Duration) {
+        threads = min(scenario.tasks, Self.maxThreads)
+        duration = scenario.duration
+        tokenLifetime = scenario.tokenLifetime
+        self.oracle = oracle
+        self.hangTimeout = hangTimeout
+    }
+
+    /// One thread's tally.
+    struct ThreadReport: Sendable {
+        var operations: UInt64 = 0
+        /// `currentToken()` answered `nil` (no fresh token, or a refresh under way).
+        var misses: UInt64 = 0
+        var samples: Histogram<UInt64>
+        var clockAnomalies: UInt64 = 0
+        var beginTicks: UInt64 = 0
+        var endTicks: UInt64 = 0
+    }
+
+    enum Outcome {
+        case finished(SyncReadFigures, latency: Histogram<UInt64>, clockAnomalies: UInt64)
+        /// Threads still inside `currentToken()` when the time was up.
+        case stuck(Int)
+    }
+
+    /// Runs the store's loop, then the plain-load loop, and puts the figures together.
+    func run(_ store: any SynchronousTokenReading, clock: TokenClock) async -> Outcome {
+        let measured = await loop(duration: duration, checked: true) { _ in store }
+        guard case .finished(let reports) = measured else {
+            if case .stuck(let count) = measured { return .stuck(count) }
+            return .stuck(threads)
+        }
+        let floorDuration = min(duration, .milliseconds(100))
+        // Each thread's own copy of the very token the store hands out: the same strings to
+        // retain and release, with nothing shared between threads and no synchronization.
+        let template = store.currentToken() ?? AccessToken(
+            value: "plain-load-token", subject: Subject("plain-load"), generation: 1, expiresAt: clock.now() + tokenLifetime)
+        let plain = await loop(duration: floorDuration, checked: false) { _ in
+            PlainLoad(token: template.unsharedCopy())
+        }
+        let sampleClock = SampleClock.shared
+        var latency = LatencyRecorder.emptyHistogram()
+        var anomalies: UInt64 = 0
+        for report in reports {
+            if report.samples.totalCount > 0 { latency.add(sampleClock.nanosecondsHistogram(report.samples)) }
+            anomalies += report.clockAnomalies
+        }
+        var figures = SyncReadFigures(threads: threads)
+        figures.operations = reports.reduce(0) { $0 + $1.operations }
+        figures.misses = reports.reduce(0) { $0 + $1.misses }
+        let begin = reports.map(\.beginTicks).min() ?? 0, end = reports.map(\.endTicks).max() ?? 0
+        figures.seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
+        figures.throughput = figures.seconds > 0 ? Double(figures.operations) / figures.seconds : 0
+        figures.callerSpread = ThroughputSpread(reports.map { report in
+            let seconds = sampleClock.nanoseconds(ticks: report.endTicks &- report.beginTicks) / 1e9
+            return seconds > 0 ? Double(report.operations) / seconds : 0
+        })
+        if let firstStop = reports.map(\.endTicks).min() { figures.threadsAtOnce = reports.count { $0.beginTicks < firstStop } }
+        if case .finished(let plainReports) = plain {
+            let begin = plainReports.map(\.beginTicks).min() ?? 0, end = plainReports.map(\.endTicks).max() ?? 0
+            let seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
+            figures.plainLoadThroughput = seconds > 0 ? Double(plainReports.reduce(0) { $0 + $1.operations }) / seconds : nil
+        }
+        return .finished(figures, latency: latency, clockAnomalies: anomalies)
+    }
+
+    enum LoopOutcome {
+        case finished([ThreadReport])
+        case stuck(Int)
+    }
+
+    /// `threads` OS threads behind one start line, each calling `reader(thread)`'s
+    /// `currentToken()` for `duration` from its own first call.
+    func loop(
+        duration: Duration, checked: Bool, reader: @escaping @Sendable (Int) -> any SynchronousTokenReading
+    ) async -> LoopOutcome {
+        let sampleClock = SampleClock.shared
+        let durationTicks = sampleClock.ticks(nanoseconds: Double(duration.nanosecondsClamped))
+        let bracket = sampleClock.bracketTicks
+        let startLine = ThreadStartLine(count: threads)
+        let finished = Atomic<Int>(0)
+        let shared = SharedRun()
+        let reports = Mutex<[ThreadReport]>([])
+        let oracle = checked ? self.oracle : nil
+        let count = threads
+        for index in 0..<count {
+            let thread = Thread {
+                let store = reader(index)
+                var report = ThreadReport(samples: sampleClock.emptyTickHistogram())
+                var checker = ReadChecker(worker: index, oracle: oracle, shared: shared)
+                var random = UInt64(truncatingIfNeeded: index &+ 1) &* 0x9E37_79B9_7F4A_7C15
+                // Busy threads at the lowest priority: however many there are, the harness's
+                // own threads (the watchdog, the coordinator) and everything else on the machine
+                // still run. With nothing else runnable, as in a measuring process, the
+                // figures are the same.
+                _ = session_bench_lower_thread_priority()
+                // The start line: nobody calls until every thread is running. Threads wait
+                // asleep, so a crowd still being created is not slowed by those already made.
+                startLine.arriveAndWait()
+                // Each thread runs for the whole duration from its own first call: on few cores
+                // a crowd gets its first time slices one after another, and a shared deadline
+                // would end the run before the last of them had called at all.
+                report.beginTicks = SampleClock.ticks()
+                _ = shared.begin(at: report.beginTicks)
+                let deadline = report.beginTicks &+ durationTicks
+                while true {
+                    let batchStart = SampleClock.ticks()
+                    if batchStart >= deadline { break }
+                    random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                    let timed = Int((random >> 33) % UInt64(Self.batch))
+                    let notBefore = TokenClock.coarse.now()
+                    checker.startBatch()
+                    for call in 0..<Self.batch {
+                        let token: AccessToken?
+                        if call == timed {
+                            let t0 = SampleClock.ticks()
+                            token = store.currentToken()
+                            if let ticks = SampleClock.elapsed(from: t0, to: SampleClock.ticks()) {
+                                _ = report.samples.record(ticks > bracket ? ticks &- bracket : 1)
+                            } else {
+                                report.clockAnomalies += 1
+                            }
+                        } else {
+                            token = store.currentToken()
+                        }
+                        if let token {
+                            checker.check(token, notBefore: notBefore)
+                            report.operations += 1
+                        } else {
+                            report.misses += 1
+                        }
+                    }
+                    checker.endBatch()
+                }
+                report.endTicks = SampleClock.ticks()
+                reports.withLock { $0.append(report) }
+                finished.add(1, ordering: .acquiringAndReleasing)
+            }
+            thread.stackSize = 512 * 1024
+            thread.start()
+        }
+        // Wait without holding a pool thread; a store that never returns leaves threads stuck.
+        let limit = ContinuousClock.now + duration + hangTimeout + .seconds(Double(count) * 0.004)
+        while finished.load(ordering: .acquiring) < count {
+            if ContinuousClock.now > limit { return .stuck(count - finished.load(ordering: .acquiring)) }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return .finished(reports.withLock { $0 })
+    }
+}
+
+/// The floor: a token in the reading thread's own object, returned with no synchronization.
+private final class PlainLoad: SynchronousTokenReading, @unchecked Sendable {
+    let token: AccessToken
+
+    init(token: AccessToken) { self.token = token }
+
+    func currentToken() -> AccessToken? { token }
+    func validToken() async throws(SessionError) -> AccessToken { token }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
+    func signIn(_ credentials: Credentials) async throws(SessionError) {}
+    func signOut() async {}
+}
+
+/// The synchronous read path's figures (``SyncReadDriver``).
+public struct SyncReadFigures: Sendable, Codable, Hashable {
+    /// OS threads that called `currentToken()` (the scenario's callers, at most 256).
+    public var threads: Int
+    /// Threads that had started before the first one stopped: all of them when all ran at once.
+    public var threadsAtOnce: Int = 0
+    /// Calls that returned a token.
+    public var operations: UInt64 = 0
+    /// Calls that returned `nil` (no fresh token, or a refresh under way).
+    public var misses: UInt64 = 0
+    public var seconds: Double = 0
+    /// Calls per second, all threads together: every call over the time from the first
+    /// thread's start to the last one's stop.
+    public var throughput: Double = 0
+    /// Calls per second of the slowest, the median and the fastest thread, each over its own
+    /// time: how fairly the store shares itself.
+    public var callerSpread: ThroughputSpread?
+    /// The same loop over a token in each thread's own memory, no synchronization.
+    public var plainLoadThroughput: Double?
+
+    public init(threads: Int) { self.threads = threads }
+}
+
+/// Holds `count` OS threads asleep until all have arrived, then wakes them all at once. A
+/// barrier rather than a condition variable: woken threads need no lock to leave, so a crowd
+/// on few cores is runnable together instead of handing a mutex on one time slice at a time.
+final class ThreadStartLine: @unchecked Sendable {
+    private let barrier: UnsafeMutablePointer<pthread_barrier_t>
+
+    init(count: Int) {
+        barrier = .allocate(capacity: 1)
+        let status = pthread_barrier_init(barrier, nil, UInt32(count))
+        precondition(status == 0, "pthread_barrier_init failed (\(status))")
+    }
+
+    deinit {
+        pthread_barrier_destroy(barrier)
+        barrier.deallocate()
+    }
+
+    func arriveAndWait() { _ = pthread_barrier_wait(barrier) }
+}
