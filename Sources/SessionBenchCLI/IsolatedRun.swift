@@ -143,6 +143,11 @@ enum IsolatedRun {
             let crowd = Double(scenario.tasks) * 50e-6
             seconds += scenario.isRoundBased ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
             seconds += hangTimeout * 3
+            if !scenario.isRoundBased, scenario.arrivalRate == nil {
+                // The synchronous phase of stores that have one: its loop as long again, the
+                // plain-load floor, and a hang timeout of its own.
+                seconds += scenario.duration.secondsValue + 1 + hangTimeout
+            }
         }
         return DurationText.duration(seconds: seconds)
     }
