@@ -2,6 +2,7 @@ import CPlacement
 import Foundation
 import Histogram
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// What the synchronous read path (`currentToken()`) costs, on real threads.
@@ -112,7 +113,7 @@ struct SyncReadDriver {
         let startLine = ThreadStartLine(count: threads)
         let finished = Atomic<Int>(0)
         let shared = SharedRun()
-        let reports = Mutex<[ThreadReport]>([])
+        let reports = ReportBox()
         let oracle = checked ? self.oracle : nil
         let count = threads
         for index in 0..<count {
@@ -165,7 +166,7 @@ struct SyncReadDriver {
                     checker.endBatch()
                 }
                 report.endTicks = SampleClock.ticks()
-                reports.withLock { $0.append(report) }
+                reports.add(report)
                 finished.add(1, ordering: .acquiringAndReleasing)
             }
             thread.stackSize = 512 * 1024
@@ -177,8 +178,17 @@ struct SyncReadDriver {
             if ContinuousClock.now > limit { return .stuck(count - finished.load(ordering: .acquiring)) }
             try? await Task.sleep(for: .milliseconds(2))
         }
-        return .finished(reports.withLock { $0 })
+        return .finished(reports.all)
     }
+}
+
+/// The threads' tallies, behind a lock ThreadSanitizer can see (SessionSync).
+private final class ReportBox: Sendable {
+    private let reports = Mutex<[SyncReadDriver.ThreadReport]>([])
+
+    func add(_ report: SyncReadDriver.ThreadReport) { reports.withLock(visibleTo: self) { $0.append(report) } }
+
+    var all: [SyncReadDriver.ThreadReport] { reports.withLock(visibleTo: self) { $0 } }
 }
 
 /// The floor: a token in the reading thread's own object, returned with no synchronization.
