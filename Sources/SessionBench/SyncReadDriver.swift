@@ -112,11 +112,13 @@ struct SyncReadDriver {
         let bracket = sampleClock.bracketTicks
         let startLine = ThreadStartLine(count: threads)
         let finished = Atomic<Int>(0)
+        let heartbeats = (0..<threads).map { _ in Heartbeat() }
         let shared = SharedRun()
         let reports = ReportBox()
         let oracle = checked ? self.oracle : nil
         let count = threads
         for index in 0..<count {
+            let heartbeat = heartbeats[index]
             let thread = Thread {
                 let store = reader(index)
                 var report = ThreadReport(samples: sampleClock.emptyTickHistogram())
@@ -164,6 +166,7 @@ struct SyncReadDriver {
                         }
                     }
                     checker.endBatch()
+                    heartbeat.beat()
                 }
                 report.endTicks = SampleClock.ticks()
                 reports.add(report)
@@ -172,14 +175,40 @@ struct SyncReadDriver {
             thread.stackSize = 512 * 1024
             thread.start()
         }
-        // Wait without holding a pool thread; a store that never returns leaves threads stuck.
-        let limit = ContinuousClock.now + duration + hangTimeout + .seconds(Double(count) * 0.004)
+        // Wait without holding a pool thread. A store that never returns leaves threads stuck:
+        // stuck means no thread finished a batch for a whole hang timeout after the run's
+        // time. A busy machine that gives these lowest-priority threads little CPU slows them
+        // down but does not stop every one of them, so it is not taken for a hang.
+        let started = ContinuousClock.now
+        let quietAllowed = duration + hangTimeout + .seconds(Double(count) * 0.004)
+        var progress = -1
+        var lastProgress = started
         while finished.load(ordering: .acquiring) < count {
-            if ContinuousClock.now > limit { return .stuck(count - finished.load(ordering: .acquiring)) }
+            let now = ContinuousClock.now
+            let current = heartbeats.reduce(finished.load(ordering: .acquiring)) { $0 &+ $1.count }
+            if current != progress {
+                progress = current
+                lastProgress = now
+            } else if now - lastProgress > hangTimeout, now - started > quietAllowed {
+                return .stuck(count - finished.load(ordering: .acquiring))
+            }
             try? await Task.sleep(for: .milliseconds(2))
         }
         return .finished(reports.all)
     }
+}
+
+/// Batches one thread has finished, written by that thread alone and read by the watcher;
+/// padded so that two threads' counts never share a cache line.
+private final class Heartbeat: Sendable {
+    private let batches = Atomic<Int>(0)
+    private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+
+    @inline(__always) func beat() { batches.add(1, ordering: .relaxed) }
+
+    var count: Int { batches.load(ordering: .relaxed) }
 }
 
 /// The threads' tallies, behind a lock ThreadSanitizer can see (SessionSync).
