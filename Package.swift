@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -38,6 +39,9 @@ let package = Package(
             dependencies: [
                 "SessionContract", "SessionStores", "TokenServer", "SessionSync", "CSampleClock", "CPlacement",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                // Allocation counts with no system package: a shared library preloaded into
+                // each measuring process, counting every malloc on its way to the allocator.
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
         // The command line, as a library so a user's package can run it with its own stores.

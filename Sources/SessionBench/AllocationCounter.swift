@@ -1,157 +1,232 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Foundation
+import MallocInterposerSwift
+import Synchronization
 
-/// Counts heap allocations through jemalloc's own statistics (`mallctl`).
+/// What counted a result's allocations. Counts from different counters are never compared.
+public enum AllocationCounterKind: String, Sendable, Codable, CaseIterable {
+    /// ordo-one/malloc-interposer, preloaded ahead of the allocator: every `malloc`, `calloc`,
+    /// `realloc` and aligned allocation is counted on its way to whatever allocator is below it.
+    /// Bytes are the bytes *requested*. Needs no system package and costs the counted path
+    /// a few thread-local additions.
+    case interposer
+    /// jemalloc's arena statistics (`mallctl`), with its thread cache off so they are exact.
+    /// Bytes are jemalloc's *size-class* bytes (a 40-byte request counts 48). Needs
+    /// `--allocator jemalloc`, and the thread cache off slows every allocating path.
+    case jemalloc
+
+    /// What a byte figure from this counter means, for notes and the README.
+    public var bytesMeaning: String {
+        switch self {
+        case .interposer: "requested bytes"
+        case .jemalloc: "jemalloc size-class bytes"
+        }
+    }
+}
+
+/// The allocator serving `malloc` in a measuring process.
+public enum AllocatorKind: String, Sendable, Codable, CaseIterable {
+    /// The C library's own malloc (glibc on Linux).
+    case system
+    /// jemalloc, preloaded (Debian's `libjemalloc2`), with its default settings unless the
+    /// jemalloc counter turned its thread cache off.
+    case jemalloc
+}
+
+/// Counts heap allocations in this process, with the counter this process was started for.
 ///
-/// jemalloc is found at run time (`dlsym`), so the tool builds without it; the command line
-/// starts its measuring processes with `LD_PRELOAD` set to jemalloc when it is installed.
-/// Counts are read from the arena statistics summed over all arenas: allocation requests
-/// (`small.nrequests` + `large.nrequests`) and bytes (requests per size class × the class's
-/// size, so bytes are what jemalloc handed out, rounded up to its size classes).
+/// The command line starts each measuring process with the counter's environment set (see
+/// ``counterVariable``); a process started any other way counts nothing unless it sets it.
+/// Counts are process-wide: the harness keeps its
+/// measured loops free of allocations of its own, or measures and takes out what they cost.
 ///
-/// Limits, stated plainly: arena statistics see a thread-cached allocation only when the
-/// thread cache flushes, so exact counts need `MALLOC_CONF=tcache:false`, which the command
-/// line sets for its measuring processes. Without the thread cache every allocation takes an
-/// arena lock, so stores that allocate on a path run that path slower than in production;
-/// stores whose path does not allocate are unaffected. Counts are process-wide: the harness
-/// keeps its own measured loops allocation-free, so what remains is the store's.
-public struct AllocationCounter: @unchecked Sendable {
-    // SAFETY: `mibs` is written once in `init` and only read afterwards.
+/// The interposer counts only inside windows opened with ``begin()`` and closed with
+/// ``end()``, never all the time: its per-thread counter block is freed when the thread exits
+/// but the thread's own pointer to it is left behind, so a thread that frees memory in a later
+/// exit handler while counting is on writes into freed memory (malloc-interposer 1.6.1). The
+/// harness's windows are its measured phases, where no thread of its own exits; the
+/// synchronous phase's threads come and go outside them. A process whose other threads come
+/// and go at any time (a test runner running suites side by side) must not count at all:
+/// with counting on there, the test process crashed in one run of two; with it off, never.
+public struct AllocationCounter: Sendable {
     public struct Snapshot: Sendable, Hashable {
         public let count: UInt64
         public let bytes: UInt64
     }
 
-    private typealias Mallctl = @convention(c) (
-        UnsafePointer<CChar>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
-    ) -> Int32
-    private typealias NameToMIB = @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int>?) -> Int32
-    private typealias ByMIB = @convention(c) (
-        UnsafePointer<Int>?, Int, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
-    ) -> Int32
+    /// Whether this process can count, and if not, why not and how to make it possible.
+    public enum Availability: Sendable {
+        case counting(AllocationCounter)
+        case unavailable(AllocationCounterKind, reason: String)
 
-    private let mallctl: Mallctl
-    private let byMIB: ByMIB
-    /// Every statistic a snapshot reads, resolved once to jemalloc's numeric form so that
-    /// taking a snapshot allocates nothing (names built per read would count themselves).
-    private let epochMIB: UnsafeMutablePointer<Int>
-    private let epochMIBLength: Int
-    /// Each counter's MIB, `mibLength` entries apiece, back to back, with its size class.
-    private let mibs: UnsafeMutablePointer<Int>
-    private let mibLength: Int
-    private let sizes: [UInt64]
+        public var counter: AllocationCounter? {
+            if case .counting(let counter) = self { return counter }
+            return nil
+        }
 
-    /// Why counting is not possible here, and how to make it possible; `nil` when it is.
-    public static let unavailableReason: String? = {
-        guard let counter = AllocationCounter() else {
-            return "jemalloc is not loaded: install it (apt-get install libjemalloc2) and run through the "
-                + "session-bench command line, or start with LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=tcache:false"
+        public var reason: String? {
+            if case .unavailable(_, let reason) = self { return reason }
+            return nil
         }
-        if !counter.servesMalloc {
-            return "jemalloc is loaded but does not serve this process's malloc (a sanitizer or another "
-                + "allocator intercepts it), so its counts would read zero"
+    }
+
+    /// The environment variable that names a measuring process's counter: `interposer`
+    /// (the default) or `jemalloc`.
+    public static let counterVariable = "SESSION_BENCH_ALLOCATION_COUNTER"
+
+    public let kind: AllocationCounterKind
+    private let jemalloc: JemallocStatistics?
+
+    /// This process's counter, decided once: the one ``counterVariable`` names. A process that
+    /// names none does not count (a test process, a program running scenarios from code):
+    /// counting is for processes that do nothing else.
+    public static let current: Availability = {
+        guard let requested = getenv(counterVariable).map({ String(cString: $0) }) else {
+            return .unavailable(
+                .interposer,
+                reason: "this process is not a measuring process: the command line counts in the processes it starts "
+                    + "(set \(counterVariable)=interposer to count in this one)")
         }
-        if !threadCacheDisabled {
-            return "jemalloc's thread cache is on, so its counts lag: set MALLOC_CONF=tcache:false"
+        switch AllocationCounterKind(rawValue: requested) {
+        case .interposer: return interposer()
+        case .jemalloc: return jemallocCounter()
+        case nil:
+            return .unavailable(
+                .interposer, reason: "\(counterVariable)='\(requested)' names no counter; use interposer or jemalloc")
+        }
+    }()
+
+    /// The allocator that serves `malloc` in this process, found by watching one allocation.
+    public static let allocator: AllocatorKind = {
+        guard let statistics = JemallocStatistics(), let before = statistics.threadAllocatedBytes() else {
+            return .system
+        }
+        let moved = probeAllocation { statistics.threadAllocatedBytes() ?? before } != before
+        return moved ? .jemalloc : .system
+    }()
+
+    /// Opens a counting window (windows nest) and reads the totals at its start.
+    public func begin() -> Snapshot {
+        if jemalloc == nil {
+            Self.openWindows.withLock { open in
+                if open == 0 { MallocInterposerSwift.hook() }
+                open += 1
+            }
+        }
+        return snapshot()
+    }
+
+    /// Reads the totals at the end of a window opened with ``begin()``, and closes it.
+    public func end() -> Snapshot {
+        let totals = snapshot()
+        if jemalloc == nil {
+            Self.openWindows.withLock { open in
+                open -= 1
+                if open == 0 { MallocInterposerSwift.unhook() }
+            }
+        }
+        return totals
+    }
+
+    /// Counting windows open now, process-wide; counting is switched on and off under the
+    /// same lock, so one window closing never switches off another that is opening.
+    private static let openWindows = Mutex<Int>(0)
+
+    /// Totals counted so far (inside windows, for the interposer). Allocates nothing.
+    public func snapshot() -> Snapshot {
+        if let jemalloc { return jemalloc.snapshot() }
+        let statistics = MallocInterposerSwift.getStatistics()
+        return Snapshot(
+            count: UInt64(max(0, statistics.mallocCount)), bytes: UInt64(max(0, statistics.mallocBytesCount)))
+    }
+
+    /// Heap bytes allocated and not yet freed, as this counter measures bytes: a difference of
+    /// two readings is what was kept alive in between.
+    public func liveBytes() -> UInt64 {
+        if let jemalloc { return jemalloc.liveBytes() }
+        let statistics = MallocInterposerSwift.getStatistics()
+        return UInt64(max(0, statistics.mallocBytesCount - statistics.freeBytesCount))
+    }
+
+    // MARK: Finding a counter
+
+    private static func interposer() -> Availability {
+        if let installed = InterposerLibrary.globalHooksInstalled, !installed {
+            return .unavailable(
+                .interposer,
+                reason: "the malloc interposer is compiled out of sanitizer builds (the sanitizer serves malloc), "
+                    + "so counts would read zero")
+        }
+        MallocInterposerSwift.hook()
+        let before = MallocInterposerSwift.getStatistics().mallocCount
+        let after = probeAllocation { MallocInterposerSwift.getStatistics().mallocCount }
+        MallocInterposerSwift.unhook()
+        guard after > before else {
+            return .unavailable(
+                .interposer,
+                reason: "the malloc interposer does not serve this process's malloc: start it with "
+                    + "LD_PRELOAD=\(InterposerLibrary.path ?? "libMallocInterposerSwift.so") first in the list "
+                    + "(the session-bench command line does this for its measuring processes)")
+        }
+        return .counting(AllocationCounter(kind: .interposer, jemalloc: nil))
+    }
+
+    private static func jemallocCounter() -> Availability {
+        guard let statistics = JemallocStatistics() else {
+            return .unavailable(
+                .jemalloc,
+                reason: "jemalloc is not loaded: install it (apt-get install libjemalloc2) and run with "
+                    + "--allocator jemalloc, or count with the interposer (the default)")
+        }
+        guard allocator == .jemalloc else {
+            return .unavailable(
+                .jemalloc,
+                reason: "jemalloc is loaded but does not serve this process's malloc (a sanitizer or another allocator "
+                    + "intercepts it), so its counts would read zero")
+        }
+        guard statistics.threadCacheDisabled else {
+            return .unavailable(
+                .jemalloc,
+                reason: "jemalloc's thread cache is on, so its arena counts lag: set MALLOC_CONF=tcache:false")
+        }
+        return .counting(AllocationCounter(kind: .jemalloc, jemalloc: statistics))
+    }
+
+    /// Reads `reading` after one allocation of 48 bytes that it does not free first. Not
+    /// optimized, so the allocation cannot be removed as dead code.
+    @_optimize(none)
+    private static func probeAllocation<T>(_ reading: () -> T) -> T {
+        let block = malloc(48)
+        let value = reading()
+        free(block)
+        return value
+    }
+}
+
+/// The interposer's shared library: where it is, and whether its hooks were built in.
+public enum InterposerLibrary {
+    /// The file name SwiftPM gives the interposer's library.
+    public static let fileName = "libMallocInterposerSwift.so"
+
+    /// The path of the `libMallocInterposerSwift.so` mapped into this process (the loader's own
+    /// record, `/proc/self/maps`), or `nil` if none is.
+    public static let path: String? = {
+        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        for line in maps.split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let path = String(line[slash...])
+            if path.hasSuffix("/" + fileName) { return path }
         }
         return nil
     }()
 
-    /// Whether jemalloc really serves `malloc` here: one allocation must move its count.
-    /// Not optimized, so the probe's malloc/free pair cannot be removed as dead code.
-    @_optimize(none)
-    var servesMalloc: Bool {
-        let before = snapshot()
-        guard let block = malloc(48) else { return false }
-        let after = snapshot()
-        free(block)
-        return after.count > before.count
-    }
-
-    /// Whether jemalloc's thread cache is off (counts exact).
-    static var threadCacheDisabled: Bool {
-        guard let counter = AllocationCounter() else { return false }
-        var enabled = true
-        var size = MemoryLayout<Bool>.size
-        return counter.mallctl("opt.tcache", &enabled, &size, nil, 0) == 0 && !enabled
-    }
-
-    /// A counter, or `nil` when jemalloc is not the process's allocator.
-    public init?() {
-        let process = UnsafeMutableRawPointer(bitPattern: 0)
-        guard let symbol = dlsym(process, "mallctl"), let nameToMIB = dlsym(process, "mallctlnametomib"),
-            let byMIB = dlsym(process, "mallctlbymib")
-        else { return nil }
-        let mallctl = unsafeBitCast(symbol, to: Mallctl.self)
-        let resolve = unsafeBitCast(nameToMIB, to: NameToMIB.self)
-        func read<T: FixedWidthInteger>(_ name: String, as: T.Type) -> T? {
-            var value: T = 0
-            var size = MemoryLayout<T>.size
-            return mallctl(name, &value, &size, nil, 0) == 0 ? value : nil
+    /// `false` in a sanitizer build, where the library leaves `malloc` alone; `nil` if the
+    /// library is not loaded.
+    static var globalHooksInstalled: Bool? {
+        typealias Query = @convention(c) () -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_interposer_global_hooks_installed")
+        else {
+            return nil
         }
-        func mib(_ name: String) -> [Int]? {
-            var mib = [Int](repeating: 0, count: 8)
-            var length = mib.count
-            guard resolve(name, &mib, &length) == 0 else { return nil }
-            return Array(mib.prefix(length))
-        }
-        guard let nbins = read("arenas.nbins", as: UInt32.self), let nlextents = read("arenas.nlextents", as: UInt32.self),
-            let epochMIB = mib("epoch")
-        else { return nil }
-        let all = "stats.arenas.4096"  // MALLCTL_ARENAS_ALL
-        var counters: [(mib: [Int], size: UInt64)] = []
-        for index in 0..<nbins {
-            guard let counter = mib("\(all).bins.\(index).nrequests"), let size = read("arenas.bin.\(index).size", as: Int.self)
-            else { return nil }
-            counters.append((counter, UInt64(size)))
-        }
-        for index in 0..<nlextents {
-            guard let counter = mib("\(all).lextents.\(index).nrequests"),
-                let size = read("arenas.lextent.\(index).size", as: Int.self)
-            else { return nil }
-            counters.append((counter, UInt64(size)))
-        }
-        self.mallctl = mallctl
-        self.byMIB = unsafeBitCast(byMIB, to: ByMIB.self)
-        self.epochMIB = .allocate(capacity: epochMIB.count)
-        self.epochMIB.initialize(from: epochMIB, count: epochMIB.count)
-        epochMIBLength = epochMIB.count
-        // Every counter name has the same depth (stats.arenas.<i>.bins.<j>.nrequests).
-        mibLength = counters.map(\.mib.count).max() ?? 0
-        mibs = .allocate(capacity: max(1, counters.count * mibLength))
-        for (index, counter) in counters.enumerated() {
-            for (offset, part) in counter.mib.enumerated() { mibs[index * mibLength + offset] = part }
-        }
-        sizes = counters.map(\.size)
-    }
-
-    /// Bytes allocated and not yet freed, now (jemalloc's `stats.allocated`).
-    public func liveBytes() -> UInt64 {
-        var epoch: UInt64 = 1
-        _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)
-        var value = 0
-        var size = MemoryLayout<Int>.size
-        return mallctl("stats.allocated", &value, &size, nil, 0) == 0 ? UInt64(value) : 0
-    }
-
-    /// Totals since the process started. Allocates nothing.
-    public func snapshot() -> Snapshot {
-        // Writing "epoch" makes jemalloc refresh the statistics it reports.
-        var epoch: UInt64 = 1
-        _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)
-        var count: UInt64 = 0
-        var bytes: UInt64 = 0
-        var requests: UInt64 = 0
-        var size = MemoryLayout<UInt64>.size
-        for index in sizes.indices {
-            size = MemoryLayout<UInt64>.size
-            guard byMIB(mibs + index * mibLength, mibLength, &requests, &size, nil, 0) == 0 else { continue }
-            count += requests
-            bytes += requests * sizes[index]
-        }
-        return Snapshot(count: count, bytes: bytes)
+        return unsafeBitCast(symbol, to: Query.self)() != 0
     }
 }

@@ -16,7 +16,7 @@ extension ResultsReport {
                 latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
                 latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—",
                 result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—",
-                result.allocationsPerOperation.map { String(format: "%.2f", $0) } ?? "n/a",
+                (result.allocationsPerOperation ?? result.storeAllocationsPerWaiter).map { String(format: "%.2f", $0) } ?? "n/a",
             ]
         }
     }
@@ -153,8 +153,16 @@ extension ResultsReport {
         let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
         if let reason = unavailable.first {
             notes.append("allocations not counted: \(reason)")
-        } else if results.contains(where: { $0.allocationNote == ScenarioRunner.roundAllocationNote }) {
-            notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
+        } else {
+            if results.contains(where: { $0.allocationCounter != nil }) {
+                notes.append("allocations counted by \(Self.allocationCounting(of: results))")
+            }
+            if results.contains(where: { $0.storeAllocationsPerWaiter != nil }) {
+                notes.append("scale-storm's allocs/op is per waiting caller: the store's own, the caller's task taken out")
+            }
+            if results.contains(where: { $0.allocationNote == ScenarioRunner.roundAllocationNote }) {
+                notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
+            }
         }
         if results.contains(where: { $0.kind != .steadyReads }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")

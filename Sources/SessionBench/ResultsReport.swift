@@ -21,17 +21,15 @@ public struct RunMetadata: Sendable, Codable {
         return RunMetadata(
             tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
             cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
-            allocationCounting: jemallocCounting, sampleClock: SampleClock.shared.summary)
+            allocationCounting: "", sampleClock: SampleClock.shared.summary)
     }
-
-    static let jemallocCounting = "jemalloc arena statistics (mallctl), thread cache off, in each store's measuring process"
 }
 
 /// Results in every output format: a terminal table, CSV, JSON and Markdown.
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 5
+    public static let csvSchemaVersion = 6
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
@@ -43,13 +41,27 @@ public struct ResultsReport: Sendable, Codable {
         self.metadata.allocationCounting = Self.allocationCounting(of: results)
     }
 
-    /// What counted these results' allocations, from the results themselves: a run in which
-    /// nothing could count says so, never names a counter that was not there.
+    /// What counted these results' allocations, and on which allocator, from the results
+    /// themselves: a run in which nothing could count says so, never names a counter that was
+    /// not there.
     static func allocationCounting(of results: [ScenarioResult]) -> String {
-        if results.contains(where: { $0.allocations != nil }) { return RunMetadata.jemallocCounting }
+        let counted = results.filter { $0.allocationCounter != nil }
+        if !counted.isEmpty {
+            var parts: [String] = []
+            for counter in AllocationCounterKind.allCases {
+                let allocators = AllocatorKind.allCases.filter { allocator in
+                    counted.contains { $0.allocationCounter == counter && $0.allocator == allocator }
+                }
+                guard !allocators.isEmpty else { continue }
+                let what = counter == .interposer ? "the malloc interposer (calls and requested bytes)"
+                    : "jemalloc arena statistics (mallctl, thread cache off; size-class bytes)"
+                parts.append("\(what) on the \(allocators.map(\.rawValue).joined(separator: " and ")) allocator")
+            }
+            return parts.joined(separator: "; ") + ", in the measuring processes"
+        }
         let reasons = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
         if let reason = reasons.first { return "none: \(reason)" }
-        return "none: no steady scenario ran (allocations are counted in steady scenarios only)"
+        return "none: no steady scenario or scale storm ran (allocations are counted there)"
     }
 
     // MARK: JSON
@@ -71,7 +83,7 @@ public struct ResultsReport: Sendable, Codable {
         "alloc_bytes_per_op", "cpu_seconds", "peak_rss_bytes", "harness_overhead_ns", "bare_loop_ops_per_s",
         "empty_store_ops_per_s", "store_bytes_per_waiter", "caller_bytes_per_waiter", "clock_anomalies",
         "caller_min_ops_per_s", "caller_median_ops_per_s", "caller_max_ops_per_s", "plain_load_ops_per_s", "sync_threads",
-        "sync_misses", "cpus",
+        "sync_misses", "cpus", "allocator", "allocation_counter", "store_allocs_per_waiter", "caller_allocs_per_waiter",
     ]
 
     /// RFC 4180: one row per store × scenario × operation kind (a row with an empty
@@ -89,7 +101,7 @@ public struct ResultsReport: Sendable, Codable {
                 let spread = sync != nil ? sync?.callerSpread : (latency?.kind == .read ? result.callerSpread : nil)
                 let fields: [String] = [
                     "\(Self.csvSchemaVersion)", result.store, result.scenario, result.kind.rawValue,
-                    result.sweep?.parameter.rawValue ?? "", result.sweep.map { ThresholdCheck.format($0.value) } ?? "",
+                    result.sweep?.parameter.rawValue ?? "", result.sweep?.valueText ?? "",
                     result.sweep.map { String($0.repeatIndex) } ?? "", latency?.kind.rawValue ?? "", result.verdict.rawValue,
                     result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: " "),
                     "\(result.tasks)", "\(result.seed)", "\(operations)", sync == nil ? "\(result.failedCalls)" : "0",
@@ -100,8 +112,9 @@ public struct ResultsReport: Sendable, Codable {
                     latency.map { "\($0.max)" } ?? "", latency.map { Self.number($0.mean, 1) } ?? "",
                     "\(result.refreshCalls)", "\(result.storms)", result.refreshesPerExpiry.map { Self.number($0, 3) } ?? "",
                     result.waitersPerRefresh.map { Self.number($0, 2) } ?? "",
-                    result.allocationsPerOperation.map { Self.number($0, 4) } ?? "",
-                    result.allocatedBytesPerOperation.map { Self.number($0, 2) } ?? "",
+                    // The counts are the async loop's: a sync-read row leaves them empty.
+                    sync == nil ? result.allocationsPerOperation.map { Self.number($0, 4) } ?? "" : "",
+                    sync == nil ? result.allocatedBytesPerOperation.map { Self.number($0, 2) } ?? "" : "",
                     Self.number(result.cpuSeconds, 4), "\(result.peakResidentBytes)",
                     Self.number(result.harnessOverheadNanoseconds, 1),
                     result.bareLoopThroughput.map { Self.number($0, 1) } ?? "",
@@ -113,6 +126,9 @@ public struct ResultsReport: Sendable, Codable {
                     spread.map { Self.number($0.maximum, 1) } ?? "",
                     result.syncRead?.plainLoadThroughput.map { Self.number($0, 1) } ?? "",
                     result.syncRead.map { "\($0.threads)" } ?? "", sync.map { "\($0.misses)" } ?? "", result.cpus ?? "",
+                    result.allocator?.rawValue ?? "", result.allocationCounter?.rawValue ?? "",
+                    result.storeAllocationsPerWaiter.map { Self.number($0, 3) } ?? "",
+                    result.callerAllocationsPerWaiter.map { Self.number($0, 3) } ?? "",
                 ]
                 lines.append(fields.map(Self.csvField).joined(separator: ","))
             }

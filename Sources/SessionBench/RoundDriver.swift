@@ -14,8 +14,10 @@ struct RoundDriver {
     let oracle: Oracle
     let watch: StarvationWatch?
 
-    /// Allocations are not counted here: each round's callers are tasks the harness creates,
-    /// and their cost cannot be told apart from the store's. Steady scenarios count them.
+    /// With a counter, the scale storm counts allocations and live memory per waiting caller,
+    /// less what the same crowd costs on bare continuations (each caller is a task the harness
+    /// creates). Smaller storms do not: the coordinator's own allocations while it waits for a
+    /// crowd of 64 to settle vary by more than a store's whole per-waiter cost.
     func run(memory: AllocationCounter? = nil) async -> DriverOutcome {
         var state = RoundState(driver: self)
         state.memory = memory
@@ -59,7 +61,8 @@ struct RoundState {
     var random: SeededRandom
     /// Flaky rounds: which fault each round gets, drawn once from the seed.
     let faultPlan: [RoundFault]
-    /// Reads live heap bytes, for the scale storm's memory per waiter.
+    /// Counts allocations per storm caller, and reads live heap bytes for the scale storm's
+    /// memory per waiter.
     var memory: AllocationCounter?
 
     var scenario: Scenario { driver.scenario }

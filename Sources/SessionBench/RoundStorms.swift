@@ -191,6 +191,8 @@ extension RoundState {
     mutating func scaleStorm(round: Int) async -> Bool {
         let ledgerStart = server.ledger.entries.count
         let tasks = scenario.tasks
+        let allocationsBefore = memory?.begin()
+        defer { _ = memory?.end() }
         let liveBefore = memory?.liveBytes()
         guard
             let wave = await heldWave(0..<tasks, kind: .refreshWait, phase: "round \(round) storm", body: {
@@ -212,7 +214,9 @@ extension RoundState {
             let perCaller = Double(Int64(previous) - Int64(liveBefore)) / Double(tasks)
             outcome.storeBytesPerWaiter = max(0, perCaller - callerBytes)
         }
-        guard let calls = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart) else { return false }
+        guard
+            let calls = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart, allocationsSince: allocationsBefore)
+        else { return false }
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
             checkOneRefresh(attempts, round: round, what: "expiry", released: nil)
@@ -222,10 +226,13 @@ extension RoundState {
     }
 
     /// Parks the scale storm's crowd on bare continuations through the same harness path, to
-    /// learn what a waiting caller costs before any store is involved.
+    /// learn what a waiting caller costs before any store is involved: the memory it holds
+    /// while parked, and the allocations of its whole call.
     mutating func measureCallerFootprint() async {
         guard let memory, let token = currentToken.first ?? nil else { return }
         let lot = ParkingLot()
+        let allocationsBefore = memory.begin()
+        defer { _ = memory.end() }
         let before = memory.liveBytes()
         let wave = launch(0..<scenario.tasks, kind: .read, phase: "caller footprint") { _, _, _ in
             await lot.park()
@@ -235,9 +242,23 @@ extension RoundState {
         let deadline = ContinuousClock.now + runner.hangTimeout
         while lot.parked < scenario.tasks, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
         let parked = Double(Int64(memory.liveBytes()) - Int64(before)) / Double(scenario.tasks)
-        lot.releaseAll()
-        _ = await wave.latch.wait(until: .now + runner.hangTimeout)
+        lot.releaseAll(stayOpen: true)
+        guard await wave.latch.wait(until: .now + runner.hangTimeout) != nil else { return }
         outcome.callerBytesPerWaiter = max(0, parked)
+        outcome.callerAllocationsPerWaiter = Self.perCaller(memory.snapshot(), since: allocationsBefore, callers: scenario.tasks)
+    }
+
+    /// Adds one storm's allocations (from `before` until now) and its callers to the tally.
+    mutating func countAllocations(since before: AllocationCounter.Snapshot?, callers: Int) {
+        guard let before, let memory else { return }
+        let now = memory.snapshot()
+        outcome.stormAllocations += now.count &- before.count
+        outcome.stormAllocationCallers += callers
+    }
+
+    static func perCaller(_ now: AllocationCounter.Snapshot, since before: AllocationCounter.Snapshot, callers: Int) -> Double? {
+        guard callers > 0, now.count >= before.count else { return nil }
+        return Double(now.count - before.count) / Double(callers)
     }
 
     // MARK: Checks of one storm
@@ -247,10 +268,15 @@ extension RoundState {
         server.ledger.entries.dropFirst(start).filter { $0.call == .refresh && accountOfFamily[$0.family] == account }
     }
 
-    /// Lets the held refresh go, collects the storm's callers, records and counts them.
-    mutating func releaseAndCollect(_ waves: [Wave], round: Int, ledgerStart: Int) async -> [ObservedCall]? {
+    /// Lets the held refresh go, collects the storm's callers, records and counts them; with
+    /// `allocationsSince`, counts the storm's allocations up to the last caller's return (the
+    /// checks that follow are the harness's).
+    mutating func releaseAndCollect(
+        _ waves: [Wave], round: Int, ledgerStart: Int, allocationsSince: AllocationCounter.Snapshot? = nil
+    ) async -> [ObservedCall]? {
         server.gate.release()
         guard let calls = await collect(waves, phase: "round \(round)") else { return nil }
+        countAllocations(since: allocationsSince, callers: calls.count)
         await refreshesAnswered()
         record(calls)
         countStorm(calls, ledgerStart: ledgerStart)

@@ -89,8 +89,19 @@ public struct ScenarioResult: Sendable, Codable {
 
     /// Allocations over the measured phase, or `nil` with `allocationNote` saying why not.
     public var allocations: UInt64?
+    /// Bytes of those allocations, as the counter measures bytes (see `allocationCounter`).
     public var allocatedBytes: UInt64?
     public var allocationNote: String?
+    /// What counted this result's allocations; `nil` when nothing could.
+    public var allocationCounter: AllocationCounterKind?
+    /// The allocator that served `malloc` in the measuring process, as observed there.
+    public var allocator: AllocatorKind?
+    /// Storms: allocations per waiting caller made by the store (its waiter record, its
+    /// continuation, its share of the one refresh), beyond what the caller's own task costs.
+    public var storeAllocationsPerWaiter: Double?
+    /// Storms: allocations per caller of the same waves parked on bare continuations through
+    /// the same harness path: what any waiting caller costs, store or not.
+    public var callerAllocationsPerWaiter: Double?
 
     public var cpuSeconds: Double = 0
     public var peakResidentBytes: UInt64 = 0

@@ -25,7 +25,7 @@ public struct ScenarioRunner: Sendable {
     var starvationGrace: Duration { max(.seconds(1), hangTimeout / 2) }
 
     static let roundAllocationNote =
-        "counted in steady scenarios only: in storms the harness creates a task per caller, which cannot be told apart from the store's allocations"
+        "counted in steady scenarios (per call) and in the scale storm (per waiting caller): in smaller storms the coordinator's own allocations while the crowd settles vary by more than a store's per-waiter cost"
 
     /// Runs `scenario` against a fresh instance of `store`.
     public func run(_ store: StoreDescriptor, _ scenario: Scenario) async -> ScenarioResult {
@@ -38,8 +38,11 @@ public struct ScenarioRunner: Sendable {
             return result
         }
         let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
-        let counter = AllocationCounter.unavailableReason == nil ? AllocationCounter() : nil
-        result.allocationNote = AllocationCounter.unavailableReason
+        let counting = AllocationCounter.current
+        let counter = counting.counter
+        result.allocationNote = counting.reason
+        result.allocationCounter = counter?.kind
+        result.allocator = AllocationCounter.allocator
         result.harnessOverheadNanoseconds = HarnessOverhead.perSampleNanoseconds()
         let cpus = CPUPlacement.allowed
         result.cpus = cpus.isEmpty ? nil : CPUPlacement.text(cpus)
@@ -69,7 +72,7 @@ public struct ScenarioRunner: Sendable {
         default:
             outcome = await RoundDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch)
                 .run(memory: counter)
-            if result.allocationNote == nil {
+            if result.allocationNote == nil, outcome.storeAllocationsPerWaiter == nil {
                 result.allocationNote = Self.roundAllocationNote
             }
         }
@@ -110,6 +113,11 @@ struct DriverOutcome {
     var bareLoopThroughput: Double?
     var storeBytesPerWaiter: Double?
     var callerBytesPerWaiter: Double?
+    /// Storms: allocations counted over storms, and the callers of those storms.
+    var stormAllocations: UInt64 = 0
+    var stormAllocationCallers = 0
+    /// Storms: allocations per caller of the same waves on bare continuations.
+    var callerAllocationsPerWaiter: Double?
     var clockAnomalies: UInt64 = 0
     var callerSpread: ThroughputSpread?
     var syncRead: SyncReadFigures?
@@ -136,6 +144,15 @@ struct DriverOutcome {
         result.bareLoopThroughput = bareLoopThroughput
         result.storeBytesPerWaiter = storeBytesPerWaiter
         result.callerBytesPerWaiter = callerBytesPerWaiter
+        result.callerAllocationsPerWaiter = callerAllocationsPerWaiter
+        result.storeAllocationsPerWaiter = storeAllocationsPerWaiter
+    }
+
+    /// Storms: the store's allocations per waiting caller, the harness's per-caller cost taken
+    /// out (never below zero: the two are measured in separate waves).
+    var storeAllocationsPerWaiter: Double? {
+        guard let callerAllocationsPerWaiter, stormAllocationCallers > 0 else { return nil }
+        return max(0, Double(stormAllocations) / Double(stormAllocationCallers) - callerAllocationsPerWaiter)
     }
 }
 

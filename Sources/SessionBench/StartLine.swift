@@ -147,23 +147,38 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
     }
 }
 
-/// Callers waiting on nothing but a continuation, until released: the scale storm's
-/// baseline for what a waiting caller costs with no store involved.
+/// Callers waiting on nothing but a continuation, until released: the storms' baseline for
+/// what a waiting caller costs (memory, allocations) with no store involved.
 final class ParkingLot: Sendable {
-    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private struct State {
+        /// Unsafe continuations: a checked one allocates a canary per caller, which would be
+        /// counted as the caller's own cost and taken out of a store's that parks callers on
+        /// checked continuations. Each is resumed exactly once, below.
+        var waiting: [UnsafeContinuation<Void, Never>] = []
+        /// Once open, a caller that comes to park goes straight through.
+        var open = false
+    }
+
+    private let state = Mutex(State())
 
     func park() async {
-        await withCheckedContinuation { continuation in
-            waiting.withLock(visibleTo: self) { $0.append(continuation) }
+        await withUnsafeContinuation { continuation in
+            let wait = state.withLock(visibleTo: self) { state in
+                if !state.open { state.waiting.append(continuation) }
+                return !state.open
+            }
+            if !wait { continuation.resume() }
         }
     }
 
-    var parked: Int { waiting.withLock(visibleTo: self) { $0.count } }
+    var parked: Int { state.withLock(visibleTo: self) { $0.waiting.count } }
 
-    func releaseAll() {
-        let all = waiting.withLock(visibleTo: self) { waiting in
-            defer { waiting = [] }
-            return waiting
+    /// Resumes every parked caller; with `stayOpen`, callers that come later do not park.
+    func releaseAll(stayOpen: Bool = false) {
+        let all = state.withLock(visibleTo: self) { state in
+            defer { state.waiting = [] }
+            state.open = state.open || stayOpen
+            return state.waiting
         }
         for continuation in all { continuation.resume() }
     }

@@ -351,7 +351,7 @@ struct SteadyDriver {
                 latch.finish(report)
             }
         }
-        let before = counter?.snapshot()
+        let before = counter?.begin()
         let start = ContinuousClock.now
         await line.arriveAndWait()
         let deadline = start + duration + runner.hangTimeout
@@ -369,7 +369,7 @@ struct SteadyDriver {
             seconds = clock.nanoseconds(ticks: last - begin) / 1e9
         }
         var allocations: AllocationCounter.Snapshot?
-        if let after = counter?.snapshot(), let before {
+        if let after = counter?.end(), let before {
             allocations = .init(count: after.count - before.count, bytes: after.bytes - before.bytes)
         }
         return Loop(reports: reports, seconds: seconds, allocations: allocations, stuck: tasks - latch.finishedCount)
@@ -379,11 +379,11 @@ struct SteadyDriver {
     /// steady callers do.
     static func yieldCost(_ counter: AllocationCounter) async -> (count: Double, bytes: Double) {
         let turns = 5_000
-        let before = counter.snapshot()
+        let before = counter.begin()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<2 { group.addTask { for _ in 0..<turns { await Task.yield() } } }
         }
-        let after = counter.snapshot()
+        let after = counter.end()
         let total = Double(2 * turns)
         return (Double(after.count &- before.count) / total, Double(after.bytes &- before.bytes) / total)
     }

@@ -12,6 +12,12 @@ public enum SweepParameter: String, Sendable, Codable, CaseIterable {
     case tokenLifetime = "token-lifetime"
     /// Open-loop arrival rate, calls per second across all callers (steady scenarios).
     case rate
+    /// The allocator of the measuring processes; its values are names (`system,jemalloc`),
+    /// and the command line, not the scenario, applies them.
+    case allocator
+
+    /// Whether the values are names rather than numbers.
+    public var takesNames: Bool { self == .allocator }
 
     /// The scenario a sweep of this parameter runs when none is named.
     public var defaultScenario: String {
@@ -53,6 +59,8 @@ public enum SweepParameter: String, Sendable, Codable, CaseIterable {
                 throw .invalid("rate must be calls per second \(InputRange.text(InputRange.rate)) (got \(InputRange.text(value)))")
             }
             scenario.arrivalRate = value
+        case .allocator:
+            break  // not a scenario parameter: the measuring process is started for it
         }
         try scenario.validate()
         return scenario
@@ -65,12 +73,19 @@ public struct SweepPoint: Sendable, Codable, Hashable {
     public let value: Double
     /// Which pass over all values and stores, from 0.
     public let repeatIndex: Int
+    /// The value's name, for a parameter whose values are names (`jemalloc`); `value` is then
+    /// its position in the list.
+    public var label: String?
 
-    public init(parameter: SweepParameter, value: Double, repeatIndex: Int) {
+    public init(parameter: SweepParameter, value: Double, repeatIndex: Int, label: String? = nil) {
         self.parameter = parameter
         self.value = value
         self.repeatIndex = repeatIndex
+        self.label = label
     }
+
+    /// The value as a person wrote it: its name, or the number.
+    public var valueText: String { label ?? ThresholdCheck.format(value) }
 }
 
 /// The order a sweep runs in: every repeat passes over every value, and at each point every
@@ -102,8 +117,10 @@ extension ResultsReport {
         var stores: [String] = []
         for result in results where !stores.contains(result.store) { stores.append(result.store) }
         let synchronous = results.contains { $0.syncRead != nil }
+        let counted = results.contains { $0.allocationsPerOperation != nil }
         var rows = [
             [parameter.rawValue, "store", "verdicts", "calls/s (median)", "max/min", "p99 (median)"]
+                + (counted ? ["allocs/op (median)"] : [])
                 + (synchronous ? ["sync-read calls/s (median)", "max/min"] : []) + (baseline.map { ["× \($0) (median)"] } ?? [])
         ]
         var warnings: [String] = []
@@ -113,13 +130,18 @@ extension ResultsReport {
                 guard !runs.isEmpty else { continue }
                 let verdicts = Set(runs.map(\.verdict.rawValue)).sorted().joined(separator: ",")
                 let latencies = runs.compactMap { run in run.headlineLatency.flatMap { $0.count > 0 ? Double($0.p99) : nil } }
-                let point = "\(store) at \(parameter.rawValue)=\(ThresholdCheck.format(value))"
+                let valueText = runs.first?.sweep?.valueText ?? ThresholdCheck.format(value)
+                let point = "\(store) at \(parameter.rawValue)=\(valueText)"
                 var row = [
-                    ThresholdCheck.format(value), store, verdicts, Format.rate(Self.median(runs.map(\.throughput))),
+                    valueText, store, verdicts, Format.rate(Self.median(runs.map(\.throughput))),
                     Self.spread(runs.map(\.throughput), point: point, operation: "read", warnings: &warnings),
                     // No served call, no latency: a dash, never a 0 that reads as "fast".
                     latencies.isEmpty ? "—" : Format.nanoseconds(Self.median(latencies)),
                 ]
+                if counted {
+                    let allocations = runs.compactMap(\.allocationsPerOperation)
+                    row.append(allocations.isEmpty ? "n/a" : String(format: "%.2f", Self.median(allocations)))
+                }
                 if synchronous {
                     let sync = runs.compactMap { $0.syncRead?.throughput }
                     row += [
@@ -137,6 +159,11 @@ extension ResultsReport {
                 }
                 rows.append(row)
             }
+        }
+        if counted, Set(results.compactMap(\.allocationCounter)).count > 1 {
+            warnings.append(
+                "allocs/op comes from different counters at different points (\(Self.allocationCounting(of: results))): "
+                    + "call counts agree between them; bytes do not (requested bytes against size classes)")
         }
         return Format.aligned(rows) + "\n" + problems(markdown: false) + warnings.map { "warning: \($0)\n" }.joined()
             + notes().map { "note: \($0)\n" }.joined()

@@ -65,6 +65,14 @@ public struct ThresholdCheck: Sendable {
     func evaluate(_ limit: Thresholds.Limit, on result: ScenarioResult) -> CheckOutcome? {
         let isWildcard = limit.store == "*" || limit.scenario == "*"
         let check = describe(limit, store: result.store, scenario: result.scenario)
+        // Counts from one counter are never held to limits set with another.
+        let expected = thresholds.run.allocationCounter ?? .interposer
+        if limit.metric.isAllocationFigure, let counter = result.allocationCounter, counter != expected {
+            return CheckOutcome(
+                check: check, limit: boundText(limit),
+                measured: "counted by the \(counter.rawValue), but the limits are for the \(expected.rawValue): not comparable",
+                passed: false, source: limit.location)
+        }
         guard let value = limit.metric.value(in: result, operation: limit.operation) else {
             if isWildcard { return nil }
             return CheckOutcome(check: check, limit: boundText(limit), measured: "not measured", passed: false, source: limit.location)

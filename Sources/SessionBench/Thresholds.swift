@@ -30,6 +30,11 @@ public struct Thresholds: Sendable, Hashable {
         public var rounds: Int?
         public var tasks: Int?
         public var seed: UInt64?
+        /// The allocator the measuring processes run on (`system` when the file says nothing).
+        public var allocator: AllocatorKind?
+        /// The counter the file's allocation limits were set with (`interposer` when the file
+        /// says nothing); counts from another counter are not compared with them.
+        public var allocationCounter: AllocationCounterKind?
 
         public init() {}
     }
@@ -85,6 +90,7 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
     case allocsPerOp = "allocs_per_op"
     case allocBytesPerOp = "alloc_bytes_per_op"
     case storeBytesPerWaiter = "store_bytes_per_waiter"
+    case storeAllocsPerWaiter = "store_allocs_per_waiter"
     case throughput = "throughput_ops_per_s"
     case p50 = "p50_ns"
     case p90 = "p90_ns"
@@ -96,7 +102,17 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
     /// Exact counts may be bounded absolutely; timings only by ratios.
     public var isCount: Bool {
         switch self {
-        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp, .storeBytesPerWaiter: true
+        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp, .storeBytesPerWaiter,
+            .storeAllocsPerWaiter:
+            true
+        default: false
+        }
+    }
+
+    /// Figures an allocation counter produced: comparable only with the same counter's.
+    public var isAllocationFigure: Bool {
+        switch self {
+        case .allocsPerOp, .allocBytesPerOp, .storeBytesPerWaiter, .storeAllocsPerWaiter: true
         default: false
         }
     }
@@ -126,6 +142,7 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
         case .allocsPerOp: return result.allocationsPerOperation
         case .allocBytesPerOp: return result.allocatedBytesPerOperation
         case .storeBytesPerWaiter: return result.storeBytesPerWaiter
+        case .storeAllocsPerWaiter: return result.storeAllocationsPerWaiter
         case .throughput: return result.operations > 0 ? result.throughput : nil
         case .p50: return latency.map { Double($0.p50) }
         case .p90: return latency.map { Double($0.p90) }

@@ -51,7 +51,8 @@ extension Thresholds {
         var thresholds = Thresholds()
         if let run = root["run"] {
             let object = try reader.object(run, at: "run")
-            try reader.onlyKeys(object, ["stores", "scenarios", "duration", "rounds", "tasks", "seed"], at: "run")
+            try reader.onlyKeys(
+                object, ["stores", "scenarios", "duration", "rounds", "tasks", "seed", "allocator", "allocation_counter"], at: "run")
             if let stores = run["stores"] {
                 thresholds.run.stores = try reader.strings(stores, at: "run.stores")
                 for (index, name) in thresholds.run.stores.enumerated() where !knownStores.contains(name) {
@@ -77,6 +78,25 @@ extension Thresholds {
             if let rounds = run["rounds"] { thresholds.run.rounds = try reader.int(rounds, at: "run.rounds", in: InputRange.rounds) }
             if let tasks = run["tasks"] { thresholds.run.tasks = try reader.int(tasks, at: "run.tasks", in: InputRange.tasks) }
             if let seed = run["seed"] { thresholds.run.seed = try reader.seed(seed, at: "run.seed") }
+            if let allocator = run["allocator"] {
+                let text = try reader.string(allocator, at: "run.allocator")
+                guard let kind = AllocatorKind(rawValue: text) else {
+                    throw reader.fail("run.allocator", "unknown allocator '\(Printable.name(text))'; known: \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                thresholds.run.allocator = kind
+            }
+            if let counter = run["allocation_counter"] {
+                let text = try reader.string(counter, at: "run.allocation_counter")
+                guard let kind = AllocationCounterKind(rawValue: text) else {
+                    throw reader.fail(
+                        "run.allocation_counter",
+                        "unknown counter '\(Printable.name(text))'; known: \(AllocationCounterKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                if kind == .jemalloc, (thresholds.run.allocator ?? .system) != .jemalloc {
+                    throw reader.fail("run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
+                }
+                thresholds.run.allocationCounter = kind
+            }
         }
         guard let limits = root["limits"] else { throw reader.fail("limits", "is missing; give a list of limits") }
         guard case .array(let list) = limits else { throw reader.fail("limits", "must be a list") }

@@ -49,6 +49,8 @@ extension Thresholds {
         if let rounds = run.rounds { runParts.append("\"rounds\": \(rounds)") }
         if let tasks = run.tasks { runParts.append("\"tasks\": \(tasks)") }
         if let seed = run.seed { runParts.append("\"seed\": \(seed)") }
+        if let allocator = run.allocator { runParts.append("\"allocator\": \(quoted(allocator.rawValue))") }
+        if let counter = run.allocationCounter { runParts.append("\"allocation_counter\": \(quoted(counter.rawValue))") }
         let limitLines = limits.map { limit -> String in
             var parts = ["\"metric\": \(quoted(limit.metric.rawValue))", "\"store\": \(quoted(limit.store))", "\"scenario\": \(quoted(limit.scenario))"]
             if let operation = limit.operation { parts.append("\"operation\": \(quoted(operation.rawValue))") }

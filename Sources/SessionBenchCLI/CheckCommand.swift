@@ -29,7 +29,7 @@ struct Check: AsyncParsableCommand {
         transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
     var hangTimeout: Double?
 
-    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations need LD_PRELOAD).")
+    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations are counted in this process).")
     var inProcess = false
 
     @Flag(name: .long, help: "No progress lines on standard error.")
@@ -60,7 +60,7 @@ struct Check: AsyncParsableCommand {
         let stores = try options.resolvedStores().filter { file.run.stores.isEmpty ? !$0.isReferenceBroken : true }
         let scenarios = try options.resolvedScenarios()
         if dryRun {
-            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.hangTimeout), terminator: "")
+            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.hangTimeout, setup: options.setup), terminator: "")
             return
         }
         if !quiet {
@@ -97,6 +97,9 @@ struct Check: AsyncParsableCommand {
         options.seed = run.seed
         options.hangTimeoutOption = hangTimeout
         options.inProcess = inProcess
+        options.allocator = run.allocator
+        options.allocationCounter = run.allocationCounter
+        do { try options.setup.validate(inProcess: inProcess) } catch { throw UsageError("\(thresholds): run: \(error.description)") }
         options.includeBroken = true  // a store named in the file runs, broken or not
         do {
             _ = try options.resolvedStores()

@@ -103,7 +103,7 @@ struct Compare: AsyncParsableCommand {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
         if run.dryRun {
-            print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout), terminator: "")
+            print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()
@@ -144,7 +144,7 @@ struct Stress: AsyncParsableCommand {
         let base = try run.resolvedScenarios()
         if run.dryRun {
             let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
-            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.hangTimeout), terminator: "")
+            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()

@@ -26,6 +26,8 @@ struct Execution {
                     + String(format: "  (%.1fs)", elapsed))
         }
         var results: [ScenarioResult] = []
+        // In process, this process is the measuring one: it counts with the chosen counter.
+        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
         for store in stores {
             if options.inProcess {
                 for scenario in scenarios {
@@ -35,7 +37,7 @@ struct Execution {
                 }
             } else {
                 results += await IsolatedRun.run(
-                    store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, progress: progress)
+                    store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, setup: options.setup, progress: progress)
             }
         }
         return results

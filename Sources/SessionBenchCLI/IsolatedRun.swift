@@ -33,13 +33,13 @@ enum IsolatedRun {
     /// crashed child is noticed must not depend on anything else in the process (Foundation's
     /// `Process` left a crashed child unreaped under ThreadSanitizer and spun waiting on it).
     static func run(
-        store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Double,
+        store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Double, setup: MeasuringSetup,
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
         let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout)
         let child: Child
         do {
-            child = try Child.spawn(executable: executablePath, arguments: ["run-store"], environment: childEnvironment())
+            child = try Child.spawn(executable: executablePath, arguments: ["run-store"], environment: childEnvironment(setup))
         } catch {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
@@ -156,31 +156,13 @@ enum IsolatedRun {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
-    /// The child's environment: ours, plus jemalloc preloaded with its thread cache off so
-    /// allocation counts are exact (see `AllocationCounter`), when jemalloc is installed.
-    static func childEnvironment() -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        if AllocationCounter() == nil, let jemalloc = jemallocPath {
-            let preload = environment["LD_PRELOAD"].map { "\(jemalloc):\($0)" } ?? jemalloc
-            environment["LD_PRELOAD"] = preload
-        }
-        if environment["MALLOC_CONF"] == nil { environment["MALLOC_CONF"] = "tcache:false" }
+    /// The child's environment: ours, with the allocator and allocation counter `setup` names.
+    static func childEnvironment(_ setup: MeasuringSetup) -> [String: String] {
+        var environment = setup.environment(base: ProcessInfo.processInfo.environment)
         // A crash is reported from its trap message; a symbolicated backtrace of the child
         // would take seconds and is not shown.
         if environment["SWIFT_BACKTRACE"] == nil { environment["SWIFT_BACKTRACE"] = "enable=no" }
         return environment
-    }
-
-    /// Where jemalloc is installed: `SESSION_BENCH_JEMALLOC` (a path, or `off`), else the usual places.
-    static var jemallocPath: String? {
-        if let chosen = ProcessInfo.processInfo.environment["SESSION_BENCH_JEMALLOC"] {
-            return chosen == "off" ? nil : chosen
-        }
-        let candidates = [
-            "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
-            "/usr/lib64/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2", "/usr/local/lib/libjemalloc.so.2",
-        ]
-        return candidates.first { FileManager.default.fileExists(atPath: $0) }
     }
 
     static func signalName(_ signal: Int32) -> String {

@@ -45,7 +45,7 @@ struct RunOptions: ParsableArguments {
         transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
     var hangTimeoutOption: Double?
 
-    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations need LD_PRELOAD).")
+    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations are counted in this process).")
     var inProcess = false
 
     @Option(
@@ -53,6 +53,16 @@ struct RunOptions: ParsableArguments {
         help: "Pin the measuring processes to these CPUs, e.g. 0 or 0,1 or 0-3 (default: every CPU the system allows). Recorded in every result.",
         transform: ArgumentText.cpus)
     var cpus: [Int]?
+
+    @Option(
+        name: .long,
+        help: "The allocator the measuring processes run on: system or jemalloc (jemalloc needs apt-get install libjemalloc2; default: system).")
+    var allocator: AllocatorKind?
+
+    @Option(
+        name: .customLong("allocation-counter"),
+        help: "What counts allocations: interposer (calls and requested bytes; system allocator) or jemalloc (its own statistics, thread cache off; --allocator jemalloc). Default: the allocator's own.")
+    var allocationCounter: AllocationCounterKind?
 
     @Flag(name: .long, help: "Check every option and print what would run, then exit without running anything.")
     var dryRun = false
@@ -64,7 +74,13 @@ struct RunOptions: ParsableArguments {
         set { hangTimeoutOption = newValue }
     }
 
+    /// The allocator and allocation counter of the measuring processes.
+    var setup: MeasuringSetup {
+        MeasuringSetup(allocator: allocator ?? .system, counter: allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator ?? .system))
+    }
+
     func validate() throws {
+        try setup.validate(inProcess: inProcess)
         _ = try resolvedStores()
         _ = try resolvedScenarios()
         if let cpus {
@@ -125,8 +141,11 @@ struct RunOptions: ParsableArguments {
     }
 
     /// What a dry run prints: the stores and each scenario's parameters, one per line.
-    static func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario], hangTimeout: Double) -> String {
-        var lines = ["would run \(stores.count) store(s) × \(scenarios.count) scenario(s), hang timeout \(InputRange.text(hangTimeout))s"]
+    static func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario], hangTimeout: Double, setup: MeasuringSetup) -> String {
+        var lines = [
+            "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), hang timeout \(InputRange.text(hangTimeout))s, "
+                + "allocator \(setup.allocator.rawValue), allocations counted by the \(setup.counter.rawValue)"
+        ]
         lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))
         for scenario in scenarios {
             let size = scenario.isRoundBased ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"

@@ -3,10 +3,11 @@ import Foundation
 import SessionContract
 import SessionStores
 
-/// Stores that fail the hard way, for checking that the command line survives them: one
-/// crashes the process at the first expiry, one never answers, one makes its refresh
-/// single-flight with a semaphore and so blocks the threads of the cooperative pool. They
-/// exist only when `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken.
+/// Stores for checking the command line itself: one crashes the process at the first expiry,
+/// one never answers, one makes its refresh single-flight with a semaphore and so blocks the
+/// threads of the cooperative pool, and one is correct but allocates exactly once per read, so
+/// that every allocation counter can be held to a known figure. They exist only when
+/// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
 
@@ -21,7 +22,36 @@ enum SelfTestStores {
             name: "semaphore-refresh", summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
             isReferenceBroken: true
         ) { SemaphoreRefreshStore(configuration: $0) },
+        StoreDescriptor(
+            name: "allocates-once-per-read", summary: "the mutex store plus one 32-byte malloc per read (self-test)",
+            isReferenceBroken: true
+        ) { AllocatingStore(configuration: $0) },
     ]
+}
+
+/// The mutex store with exactly one heap allocation of ``bytes`` bytes on every read: a store
+/// whose allocations per read are known to be 1.
+private final class AllocatingStore: SessionStore {
+    static let bytes = 32
+    private let inner: MutexStore
+
+    init(configuration: SessionStoreConfiguration) { inner = MutexStore(configuration: configuration) }
+
+    /// One `malloc` and its `free`, kept from being optimized away.
+    @_optimize(none)
+    private static func allocateOnce() {
+        let block = malloc(bytes)
+        free(block)
+    }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        Self.allocateOnce()
+        return try await inner.validToken()
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await inner.tokenRejected(token) }
+    func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
+    func signOut() async { await inner.signOut() }
 }
 
 private final class ExpiryTrap: SessionStore {

@@ -18,7 +18,7 @@ struct Sweep: AsyncParsableCommand {
     @Option(name: .long, help: "What to vary: \(SweepParameter.allCases.map(\.rawValue).joined(separator: ", ")).")
     var parameter: SweepParameter
 
-    @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime).")
+    @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: system,jemalloc).")
     var values: String
 
     @Option(
@@ -50,17 +50,52 @@ struct Sweep: AsyncParsableCommand {
         }
     }
 
+    /// One point of the sweep: its value, the scenario it runs, and the measuring setup.
+    struct Point {
+        var value: Double
+        var label: String?
+        var scenario: Scenario
+        var setup: MeasuringSetup
+    }
+
     /// The stores and, for each value, the scenario it runs.
-    func plan() throws -> (stores: [StoreDescriptor], points: [(value: Double, scenario: Scenario)]) {
+    func plan() throws -> (stores: [StoreDescriptor], points: [Point]) {
         var options = run
         if options.scenario.isEmpty { options.scenario = [parameter.defaultScenario] }
         let stores = try options.resolvedStores()
         guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
-        var points: [(value: Double, scenario: Scenario)] = []
+        var points: [Point] = []
+        if parameter == .allocator {
+            if run.allocator != nil { throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator") }
+            for allocator in try parsedAllocators() {
+                let setup = MeasuringSetup(
+                    allocator: allocator, counter: run.allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator))
+                do { try setup.validate(inProcess: run.inProcess) } catch { throw UsageError("--values: \(error.description)") }
+                let index = Double(AllocatorKind.allCases.firstIndex(of: allocator) ?? 0)
+                points.append(Point(value: index, label: allocator.rawValue, scenario: base, setup: setup))
+            }
+            return (stores, points)
+        }
         for value in try parsedValues() where !points.contains(where: { $0.value == value }) {
-            do { points.append((value, try parameter.apply(value, to: base))) } catch { throw UsageError("--values: \(error)") }
+            do { points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup)) } catch {
+                throw UsageError("--values: \(error)")
+            }
         }
         return (stores, points)
+    }
+
+    /// The allocators an allocator sweep compares, each once, in the order given.
+    func parsedAllocators() throws -> [AllocatorKind] {
+        var allocators: [AllocatorKind] = []
+        for part in values.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
+            guard let allocator = AllocatorKind(rawValue: part) else {
+                throw ValidationError(
+                    "--values: '\(Printable.name(part))' is not an allocator; give names from \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")), e.g. system,jemalloc")
+            }
+            if !allocators.contains(allocator) { allocators.append(allocator) }
+        }
+        guard !allocators.isEmpty else { throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc") }
+        return allocators
     }
 
     func parsedValues() throws -> [Double] {
@@ -83,31 +118,35 @@ struct Sweep: AsyncParsableCommand {
         let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
         if run.dryRun {
             print("sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
-                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout), terminator: "")
+                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()
         if !output.quiet {
             Log.progress(
-                "session-bench sweep: \(parameter.rawValue) over \(points.map { InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
+                "session-bench sweep: \(parameter.rawValue) over \(points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
                     + "\(stores.count) store(s), \(passes) repeat(s), seed \(base.seed): \(schedule.count) runs")
         }
         var results: [ScenarioResult] = []
+        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
         let started = ContinuousClock.now
         for (index, step) in schedule.enumerated() {
-            let scenario = points.first { $0.value == step.value }!.scenario
+            let point = points.first { $0.value == step.value }!
+            let scenario = point.scenario
             var result: ScenarioResult
             if options.inProcess {
                 result = await options.runner.run(step.store, scenario)
             } else {
-                result = await IsolatedRun.run(store: step.store, scenarios: [scenario], hangTimeout: options.hangTimeout) { _ in }
-                    .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
+                result = await IsolatedRun.run(
+                    store: step.store, scenarios: [scenario], hangTimeout: options.hangTimeout, setup: point.setup
+                ) { _ in }
+                .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
             }
-            result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex)
+            result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
             results.append(result)
             if !output.quiet {
                 Log.progress(
-                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(InputRange.text(step.value)) "
+                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(point.label ?? InputRange.text(step.value)) "
                         + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
             }
         }

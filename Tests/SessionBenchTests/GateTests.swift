@@ -16,7 +16,7 @@ struct GateTests {
 
     static let quickRun = #""run": { "scenarios": ["steady-reads"], "stores": ["mutex", "serial-queue"], "duration": "60ms", "rounds": 3, "tasks": 4 }"#
 
-    @Test func passingFileExitsZero() throws {
+    @Test func passingFileExitsZero() async throws {
         let path = try thresholds(#"""
             { "version": 1, "run": { "scenarios": ["steady-reads", "expiry-storm"], "stores": ["mutex", "serial-queue"], "duration": "60ms", "rounds": 3, "tasks": 4 },
               "limits": [
@@ -25,18 +25,18 @@ struct GateTests {
                 { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "min_ratio": 0.1, "of": { "store": "serial-queue" } }
               ] }
             """#)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("checks passed"))
     }
 
     @Test("a broken store included fails the gate")
-    func brokenStore() throws {
+    func brokenStore() async throws {
         let path = try thresholds(#"""
             { "version": 1, "run": { "stores": ["actor-naive"], "scenarios": ["expiry-storm"], "rounds": 3, "tasks": 8 },
               "limits": [] }
             """#)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet"])
         #expect(run.status == 1)
         #expect(run.stdout.contains("actor-naive × expiry-storm: invariants"))
         #expect(run.stdout.contains("violated I1"))
@@ -44,13 +44,13 @@ struct GateTests {
 
     @Test(
         "an allocation limit below the measured value fails the gate",
-        .enabled(if: TestEnvironment.allocationsCountable, "allocations cannot be counted here (no jemalloc, or a TSan build)"))
-    func allocationLimit() throws {
+        .enabled(if: TestEnvironment.allocationsCountable, "the sanitizer serves malloc in a TSan build, so nothing counts allocations"))
+    func allocationLimit() async throws {
         let path = try thresholds(#"""
             { "version": 1, \#(Self.quickRun),
               "limits": [ { "metric": "allocs_per_op", "store": "serial-queue", "scenario": "steady-reads", "max": 0.5 } ] }
             """#)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
         #expect(run.status == 1)
         let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(run.stdout.utf8))
         let failed = outcomes.filter { !$0.passed }
@@ -59,12 +59,12 @@ struct GateTests {
     }
 
     @Test("an impossible ratio fails the gate")
-    func impossibleRatio() throws {
+    func impossibleRatio() async throws {
         let path = try thresholds(#"""
             { "version": 1, \#(Self.quickRun),
               "limits": [ { "metric": "throughput_ops_per_s", "store": "serial-queue", "scenario": "steady-reads", "min_ratio": 1000, "of": { "store": "mutex" } } ] }
             """#)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet"])
         #expect(run.status == 1)
         #expect(run.stdout.contains("1 of"))
         #expect(run.stdout.contains("[limits[0]]"))
@@ -87,9 +87,9 @@ struct GateTests {
                 "limits[0].of.baseline: plain_load compares with throughput_ops_per_s of operation sync-read only"
             ),
         ])
-    func malformed(_ json: String, _ mention: String) throws {
+    func malformed(_ json: String, _ mention: String) async throws {
         let path = try thresholds(json)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet"])
         #expect(run.status == 2)
         #expect(run.stderr.contains(path), "names the file: \(run.stderr)")
         #expect(run.stderr.contains(mention), "\(run.stderr)")
@@ -97,7 +97,7 @@ struct GateTests {
     }
 
     @Test("sync-read limits: a store without a synchronous read is not measured, never given the async figure")
-    func syncReadLimits() throws {
+    func syncReadLimits() async throws {
         let path = try thresholds(#"""
             { "version": 1, "run": { "scenarios": ["steady-reads"], "stores": ["mutex", "actor-task"], "duration": "60ms", "tasks": 4 },
               "limits": [
@@ -107,7 +107,7 @@ struct GateTests {
                 { "metric": "p50_ns", "store": "actor-task", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } }
               ] }
             """#)
-        let run = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        let run = try await cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
         #expect(run.status == 1, "\(run.stderr)")
         let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(run.stdout.utf8))
         let bySource = Dictionary(grouping: outcomes, by: \.source)
@@ -118,16 +118,16 @@ struct GateTests {
         }
     }
 
-    @Test func missingFileExitsTwo() throws {
-        let run = try cli.run(["check", "--thresholds", "/nonexistent/thresholds.json"])
+    @Test func missingFileExitsTwo() async throws {
+        let run = try await cli.run(["check", "--thresholds", "/nonexistent/thresholds.json"])
         #expect(run.status == 2)
         #expect(run.stderr.contains("/nonexistent/thresholds.json: (file): cannot be read"))
     }
 
     @Test(
         "--update rewrites the limits from the run, and the result passes",
-        .enabled(if: TestEnvironment.allocationsCountable, "allocations cannot be counted here (no jemalloc, or a TSan build)"))
-    func update() throws {
+        .enabled(if: TestEnvironment.allocationsCountable, "the sanitizer serves malloc in a TSan build, so nothing counts allocations"))
+    func update() async throws {
         let path = try thresholds(#"""
             { "version": 1, \#(Self.quickRun),
               "limits": [
@@ -135,8 +135,8 @@ struct GateTests {
                 { "metric": "throughput_ops_per_s", "store": "serial-queue", "scenario": "steady-reads", "min_ratio": 1000, "of": { "store": "mutex" } }
               ] }
             """#)
-        #expect(try cli.run(["check", "--thresholds", path, "--quiet"]).status == 1)
-        let update = try cli.run(["check", "--thresholds", path, "--update", "--quiet"])
+        #expect(try await cli.run(["check", "--thresholds", path, "--quiet"]).status == 1)
+        let update = try await cli.run(["check", "--thresholds", path, "--update", "--quiet"])
         #expect(update.status == 0, "\(update.stderr)")
         let rewritten = try Thresholds.load(path: path, knownStores: ["mutex", "serial-queue"])
         #expect(rewritten.limits.count == 2)
@@ -144,7 +144,7 @@ struct GateTests {
         if case .minRatio(let ratio, _) = rewritten.limits[1].bound { #expect(ratio < 1) } else { Issue.record("kept its kind") }
         // The count passes on a rerun; the ratio's 1.5× headroom is for a quiet machine, not for
         // this suite's parallel load, so only its direction is checked above.
-        let again = try cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
+        let again = try await cli.run(["check", "--thresholds", path, "--quiet", "--format", "json"])
         let outcomes = try JSONDecoder().decode([CheckOutcome].self, from: Data(again.stdout.utf8))
         let countOutcomes = outcomes.filter { $0.source == "limits[0]" }
         #expect(!countOutcomes.isEmpty && countOutcomes.allSatisfy { $0.passed }, "\(outcomes)")

@@ -158,7 +158,7 @@ struct InputFuzzTests {
     }
 
     @Test("generated command lines through the executable: 0, 1 or 2, never a signal; exit 2 leaves no file; each ends quickly")
-    func executable() throws {
+    func executable() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let output = directory.appendingPathComponent("out.csv").path
@@ -169,7 +169,7 @@ struct InputFuzzTests {
             if random.next() % 3 == 0 { arguments += ["--output", output] }
             // Nothing that is accepted may start a real run here.
             arguments.append("--dry-run")
-            let run = try ToolProcess.run(arguments, timeout: 20)
+            let run = try await ToolProcess.run(arguments, timeout: 20)
             statuses[run.status, default: 0] += 1
             #expect(!run.signaled, "\(arguments): ended by signal \(run.status - 128)")
             #expect([0, 1, 2].contains(run.status), "\(arguments): status \(run.status)")

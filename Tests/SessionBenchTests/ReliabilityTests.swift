@@ -9,10 +9,10 @@ import Testing
 struct ReliabilityTests {
     static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]
 
-    func run(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120) throws
+    func run(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120) async throws
         -> ToolProcess.Run
     {
-        try ToolProcess.run(arguments, environment: environment, launcher: launcher, timeout: timeout)
+        try await ToolProcess.run(arguments, environment: environment, launcher: launcher, timeout: timeout)
     }
 
     /// Bad input's promise: exit 2, one line on standard error, nothing on standard output.
@@ -54,15 +54,15 @@ struct ReliabilityTests {
             (["compare", "--scenario", ""], "--scenario needs at least one name"),
             (["compare", "--scenario", ","], "--scenario needs at least one name"),
         ])
-    func numbersOutOfRange(_ arguments: [String], _ mention: String) throws {
-        let run = try run(arguments + ["--quiet"], timeout: 30)
+    func numbersOutOfRange(_ arguments: [String], _ mention: String) async throws {
+        let run = try await run(arguments + ["--quiet"], timeout: 30)
         expectUsageError(run, mentioning: mention, arguments.joined(separator: " "))
         #expect(run.seconds < 10, "rejected before anything runs (\(run.seconds)s)")
     }
 
     @Test("the largest crowd the range allows runs to a verdict, not a 'crash' blamed on the store")
-    func largestCrowdIsMeasured() throws {
-        let run = try run(["compare", "--stores", "mutex", "--scenario", "expiry-storm", "--tasks", "100000", "--rounds", "1", "--quiet"])
+    func largestCrowdIsMeasured() async throws {
+        let run = try await run(["compare", "--stores", "mutex", "--scenario", "expiry-storm", "--tasks", "100000", "--rounds", "1", "--quiet"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("100000 callers"))
     }
@@ -75,14 +75,14 @@ struct ReliabilityTests {
             ["--scenario", "steady-reads", "--tasks", "100000", "--duration", "1ms"],
             ["--scenario", "expiry-storm", "--tasks", "1", "--rounds", "1", "--seed", "18446744073709551615"],
         ])
-    func rangeCorners(_ arguments: [String]) throws {
-        let run = try run(["compare", "--stores", "mutex", "--quiet"] + arguments)
+    func rangeCorners(_ arguments: [String]) async throws {
+        let run = try await run(["compare", "--stores", "mutex", "--quiet"] + arguments)
         #expect(run.status == 0, "\(arguments): \(run.stdout)\(run.stderr)")
     }
 
     @Test("a hostile name is shown escaped, never echoed raw")
-    func controlCharactersAreEscaped() throws {
-        let run = try run(["compare", "--stores", "mu\u{1b}[31mtex\u{7}"])
+    func controlCharactersAreEscaped() async throws {
+        let run = try await run(["compare", "--stores", "mu\u{1b}[31mtex\u{7}"])
         expectUsageError(run, mentioning: "unknown store 'mu\\u{1b}[31mtex\\u{7}'", "escape sequence in a store name")
         #expect(!run.stderr.contains("\u{1b}") && !run.stderr.contains("\u{7}"))
     }
@@ -90,31 +90,31 @@ struct ReliabilityTests {
     // MARK: outputs
 
     @Test("a device is written, never replaced; /dev/full is a write error (exit 2); '-' is standard output")
-    func devicesAreWrittenDirectly() throws {
+    func devicesAreWrittenDirectly() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let null = try run(["compare", "--output", "/dev/null"] + Self.quick)
+        let null = try await run(["compare", "--output", "/dev/null"] + Self.quick)
         #expect(null.status == 0, "\(null.stderr)")
         var info = stat()
         #expect(stat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "/dev/null is still a device")
         // A copy of the node (as root): a replaced node would turn into a regular file here.
         let copy = directory.appendingPathComponent("null").path
         if mknod(copy, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0 {
-            let copied = try run(["compare", "--output", copy] + Self.quick)
+            let copied = try await run(["compare", "--output", copy] + Self.quick)
             #expect(copied.status == 0, "\(copied.stderr)")
             #expect(lstat(copy, &info) == 0 && info.st_mode & S_IFMT == S_IFCHR, "the node is still a device")
         }
 
-        let full = try run(["compare", "--output", "/dev/full"] + Self.quick)
+        let full = try await run(["compare", "--output", "/dev/full"] + Self.quick)
         expectUsageError(full, mentioning: "No space left on device", "--output /dev/full")
 
-        let dash = try run(["compare", "--output", "-", "--format", "csv"] + Self.quick)
+        let dash = try await run(["compare", "--output", "-", "--format", "csv"] + Self.quick)
         #expect(dash.status == 0)
         #expect(dash.stdout.hasPrefix(ResultsReport.csvColumns.joined(separator: ",")), "CSV only, no table: \(dash.stdout.prefix(200))")
     }
 
     @Test("a FIFO is written directly, not replaced by a file")
-    func fifoIsWrittenDirectly() throws {
+    func fifoIsWrittenDirectly() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let fifo = directory.appendingPathComponent("results.csv").path
@@ -124,20 +124,20 @@ struct ReliabilityTests {
             _ = handle?.readDataToEndOfFile()
         }
         reader.start()
-        let run = try run(["compare", "--output", fifo] + Self.quick)
+        let run = try await run(["compare", "--output", fifo] + Self.quick)
         #expect(run.status == 0, "\(run.stderr)")
         var info = stat()
         #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
     }
 
     @Test("an existing file keeps its mode; a symlink's target is replaced and the link kept; a hard-linked file is refused")
-    func existingFilesKeepWhatTheyAre() throws {
+    func existingFilesKeepWhatTheyAre() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("results.csv").path
         #expect(FileManager.default.createFile(atPath: file, contents: Data("old".utf8)))
         chmod(file, 0o640)
-        let kept = try run(["compare", "--output", file] + Self.quick)
+        let kept = try await run(["compare", "--output", file] + Self.quick)
         #expect(kept.status == 0, "\(kept.stderr)")
         var info = stat()
         #expect(stat(file, &info) == 0 && info.st_mode & 0o7777 == 0o640, "mode kept: \(String(info.st_mode & 0o7777, radix: 8))")
@@ -146,21 +146,21 @@ struct ReliabilityTests {
         let link = directory.appendingPathComponent("latest.csv").path
         #expect(symlink("results.csv", link) == 0)
         #expect(FileManager.default.createFile(atPath: file, contents: Data("old".utf8)))
-        let followed = try run(["compare", "--output", link] + Self.quick)
+        let followed = try await run(["compare", "--output", link] + Self.quick)
         #expect(followed.status == 0, "\(followed.stderr)")
         #expect(lstat(link, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK, "the link stays a link")
         #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("schema_version"), "its target was written")
 
         let hard = directory.appendingPathComponent("hard.csv").path
         #expect(Glibc.link(file, hard) == 0)
-        let refused = try run(["compare", "--output", hard] + Self.quick)
+        let refused = try await run(["compare", "--output", hard] + Self.quick)
         expectUsageError(refused, mentioning: "hard links", "hard-linked output")
         #expect(stat(file, &info) == 0 && info.st_nlink == 2, "the link is not split")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.hasSuffix(".tmp") })
     }
 
     @Test("check --update keeps the thresholds file's mode")
-    func updateKeepsMode() throws {
+    func updateKeepsMode() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("thresholds.json").path
@@ -170,7 +170,7 @@ struct ReliabilityTests {
             """
         #expect(FileManager.default.createFile(atPath: file, contents: Data(json.utf8)))
         chmod(file, 0o444)
-        let run = try run(["check", "--thresholds", file, "--update", "--quiet"])
+        let run = try await run(["check", "--thresholds", file, "--update", "--quiet"])
         #expect(run.status == 0, "\(run.stderr)")
         var info = stat()
         #expect(stat(file, &info) == 0 && info.st_mode & 0o7777 == 0o444, "mode kept: \(String(info.st_mode & 0o7777, radix: 8))")
@@ -178,43 +178,43 @@ struct ReliabilityTests {
     }
 
     @Test("several outputs are written all or none: one failing leaves no other behind")
-    func outputsAllOrNone() throws {
+    func outputsAllOrNone() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let csv = directory.appendingPathComponent("a.csv").path
-        let failing = try run(["compare", "--output", csv, "--output", "/dev/full"] + Self.quick)
+        let failing = try await run(["compare", "--output", csv, "--output", "/dev/full"] + Self.quick)
         expectUsageError(failing, mentioning: "/dev/full", "a device that fails after a file")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no a.csv, no temporary file")
 
         // A file-size limit (as on a nearly full disk): the 1 KB CSV fits, the 3 KB JSON does not.
         let json = directory.appendingPathComponent("b.json").path
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") {
-            let limited = try run(["compare", "--output", csv, "--output", json] + Self.quick, launcher: ["/usr/bin/prlimit", "--fsize=2048"])
+            let limited = try await run(["compare", "--output", csv, "--output", json] + Self.quick, launcher: ["/usr/bin/prlimit", "--fsize=2048"])
             expectUsageError(limited, mentioning: "b.json", "a file-size limit")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no a.csv, no temporary file")
         }
     }
 
     @Test("a file name too long for the file system is refused before the run; the longest legal one works")
-    func longNames() throws {
+    func longNames() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let tooLong = directory.appendingPathComponent(String(repeating: "x", count: 252) + ".csv").path
-        let refused = try run(["compare", "--output", tooLong] + Self.quick)
+        let refused = try await run(["compare", "--output", tooLong] + Self.quick)
         expectUsageError(refused, mentioning: "longer than the 255 bytes", "a 256-byte name")
         #expect(refused.seconds < 10)
         let longest = directory.appendingPathComponent(String(repeating: "y", count: 251) + ".csv").path
-        let written = try run(["compare", "--output", longest] + Self.quick)
+        let written = try await run(["compare", "--output", longest] + Self.quick)
         #expect(written.status == 0, "\(written.stderr)")
         #expect(FileManager.default.fileExists(atPath: longest))
     }
 
     @Test("the same file named twice is refused")
-    func duplicateOutputs() throws {
+    func duplicateOutputs() async throws {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("a.csv").path
-        let run = try run(["compare", "--output", file, "--output", directory.path + "/./a.csv"] + Self.quick)
+        let run = try await run(["compare", "--output", file, "--output", directory.path + "/./a.csv"] + Self.quick)
         expectUsageError(run, mentioning: "names the same file", "one file twice")
     }
 
@@ -252,11 +252,11 @@ struct ReliabilityTests {
 
     // MARK: thresholds files
 
-    func checkFile(_ json: String, _ extra: [String] = []) throws -> (ToolProcess.Run, String) {
+    func checkFile(_ json: String, _ extra: [String] = []) async throws -> (ToolProcess.Run, String) {
         let directory = try ToolProcess.temporaryDirectory()
         let file = directory.appendingPathComponent("limits.json").path
         _ = FileManager.default.createFile(atPath: file, contents: Data(json.utf8))
-        return (try run(["check", "--thresholds", file, "--dry-run"] + extra, timeout: 30), file)
+        return (try await run(["check", "--thresholds", file, "--dry-run"] + extra, timeout: 30), file)
     }
 
     @Test(
@@ -273,16 +273,16 @@ struct ReliabilityTests {
             (#"{"version":1,"limits":[],}"#, "(file)", "no trailing commas"),
             (#"{"version":1,"run":{"stores":["a\u0000b"]},"limits":[]}"#, "run.stores[0]", "unknown store 'a\\u{0}b'"),
         ])
-    func strictThresholds(_ json: String, _ key: String, _ mention: String) throws {
-        let (run, file) = try checkFile(json)
+    func strictThresholds(_ json: String, _ key: String, _ mention: String) async throws {
+        let (run, file) = try await checkFile(json)
         expectUsageError(run, mentioning: "\(file): \(key)", json)
         #expect(run.stderr.contains(mention), "\(json): \(run.stderr)")
         #expect(!run.stderr.contains("\u{0}"))
     }
 
     @Test("seed 0 is as good in a file as on the command line")
-    func seedZero() throws {
-        let (run, _) = try checkFile(#"{"version":1,"run":{"seed":0,"stores":["mutex"],"scenarios":["expiry-storm"]},"limits":[]}"#)
+    func seedZero() async throws {
+        let (run, _) = try await checkFile(#"{"version":1,"run":{"seed":0,"stores":["mutex"],"scenarios":["expiry-storm"]},"limits":[]}"#)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("seed 0"), "\(run.stdout)")
     }
@@ -290,55 +290,41 @@ struct ReliabilityTests {
     // MARK: what runs and what is reported
 
     @Test("stress --for shorter than one iteration still runs one")
-    func stressRunsAtLeastOnce() throws {
-        let run = try run(["stress", "--for", "1ns", "--seed", "4"] + Self.quick.filter { $0 != "--quiet" })
+    func stressRunsAtLeastOnce() async throws {
+        let run = try await run(["stress", "--for", "1ns", "--seed", "4"] + Self.quick.filter { $0 != "--quiet" })
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.contains("stress: 1 iteration(s), seeds 4"), "\(run.stderr)")
     }
 
     @Test("a scenario named twice runs once")
-    func duplicateScenarios() throws {
-        let run = try run(["compare", "--stores", "mutex", "--scenario", "expiry-storm,expiry-storm", "--scenario", "expiry-storm",
+    func duplicateScenarios() async throws {
+        let run = try await run(["compare", "--stores", "mutex", "--scenario", "expiry-storm,expiry-storm", "--scenario", "expiry-storm",
             "--rounds", "2", "--tasks", "4", "--format", "json", "--quiet"])
         #expect(run.status == 0)
         let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
         #expect(report.results.count == 1)
     }
 
-    @Test("metadata names the allocation counter that counted, or says none did")
-    func allocationCountingIsHonest() throws {
-        let run = try run(
-            ["compare", "--stores", "mutex", "--scenario", "steady-reads", "--duration", "50ms", "--format", "json", "--quiet"],
-            environment: ["SESSION_BENCH_JEMALLOC": "off"])
-        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
-        #expect(report.metadata.allocationCounting.hasPrefix("none: jemalloc is not loaded"), "\(report.metadata.allocationCounting)")
-        if TestEnvironment.allocationsCountable {
-            let counted = try self.run(["compare", "--stores", "mutex", "--scenario", "steady-reads", "--duration", "50ms", "--format", "json", "--quiet"])
-            let countedReport = try JSONDecoder().decode(ResultsReport.self, from: Data(counted.stdout.utf8))
-            #expect(countedReport.metadata.allocationCounting.hasPrefix("jemalloc"))
-        }
-    }
-
     @Test("stress tables say every seed and crowd they hold, and rows say their seed")
-    func stressHeadings() throws {
-        let run = try run(["stress", "--iterations", "2", "--seed", "10"] + Self.quick)
+    func stressHeadings() async throws {
+        let run = try await run(["stress", "--iterations", "2", "--seed", "10"] + Self.quick)
         #expect(run.status == 0)
         #expect(run.stdout.contains("2 seeds, 10…11"), "\(run.stdout)")
         #expect(run.stdout.contains("mutex, seed 10") && run.stdout.contains("mutex, seed 11"), "\(run.stdout)")
     }
 
     @Test("list shows every store name whole; help prints each default once")
-    func listAndHelp() throws {
-        let list = try run(["list"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
+    func listAndHelp() async throws {
+        let list = try await run(["list"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
         let storeLines = list.stdout.components(separatedBy: "scenarios:")[0].split(separator: "\n").dropFirst()
         #expect(storeLines.count >= 8)
         for line in storeLines {
             let name = line.split(separator: " ").first.map(String.init) ?? ""
-            let known = try run(["compare", "--stores", name, "--include-broken", "--dry-run"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
+            let known = try await run(["compare", "--stores", name, "--include-broken", "--dry-run"], environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"])
             #expect(known.status == 0, "'\(name)' from list is a name --stores takes: \(known.stderr)")
         }
         for command in ["compare", "stress", "sweep", "check"] {
-            let help = try run([command, "--help"])
+            let help = try await run([command, "--help"])
             let flattened = help.stdout.replacingOccurrences(of: "\n", with: " ").split(separator: " ").joined(separator: " ")
             for option in flattened.components(separatedBy: " --").dropFirst() {
                 #expect(option.components(separatedBy: "default:").count <= 2, "\(command): a default printed twice: --\(option)")

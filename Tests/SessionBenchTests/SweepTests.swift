@@ -32,8 +32,8 @@ struct SweepTests {
     }
 
     @Test("the CSV carries the sweep's columns for every run")
-    func csv() throws {
-        let run = try cli.run([
+    func csv() async throws {
+        let run = try await cli.run([
             "sweep", "--parameter", "tasks", "--values", "1,2", "--stores", "mutex,lock-free-read", "--repeats", "2",
             "--duration", "40ms", "--format", "csv", "--quiet",
         ])
@@ -87,8 +87,8 @@ struct SweepTests {
         (["--parameter", "rate", "--values", "100", "--scenario", "expiry-storm"], "rate applies to steady-reads only"),
         (["--parameter", "tasks", "--values", "1", "--baseline", "nosuch"], "unknown store 'nosuch'"),
     ])
-    func badInput(_ arguments: [String], _ mention: String) throws {
-        let run = try cli.run(["sweep"] + arguments)
+    func badInput(_ arguments: [String], _ mention: String) async throws {
+        let run = try await cli.run(["sweep"] + arguments)
         #expect(run.status == 2)
         #expect(run.stderr.contains(mention), "\(run.stderr)")
         #expect(run.stderr.split(separator: "\n").count == 1)

@@ -1,4 +1,5 @@
 import Foundation
+@testable import SessionBenchCLI
 
 enum TestEnvironment {
     /// Whether this is the ThreadSanitizer build (`-DSESSION_BENCH_TSAN`).
@@ -27,14 +28,11 @@ enum TestEnvironment {
         #endif
     }()
 
-    /// Whether the measuring processes can count allocations: jemalloc installed, and not a
-    /// ThreadSanitizer build (TSan's allocator then serves malloc, and the tool says so).
-    static let allocationsCountable: Bool = {
-        #if SESSION_BENCH_TSAN
-        return false
-        #else
-        return ["/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2"]
-            .contains { FileManager.default.fileExists(atPath: $0) }
-        #endif
-    }()
+    /// Whether the measuring processes can count allocations: everywhere but the
+    /// ThreadSanitizer build, where the sanitizer serves malloc (and the tool says so).
+    static let allocationsCountable = !isThreadSanitized
+
+    /// Where jemalloc is installed, if it is (`.ci/run` installs it), found as the tool finds
+    /// it: `--allocator jemalloc` runs there, and is refused with a way to install it elsewhere.
+    static var jemallocPath: String? { MeasuringSetup.jemallocPath }
 }

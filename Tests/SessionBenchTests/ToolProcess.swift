@@ -49,11 +49,12 @@ enum ToolProcess {
         return (pid, directory)
     }
 
-    /// Runs the executable, reaping it with `waitpid` and killing it past `timeout`. Not
+    /// Runs the executable, reaping it with `waitpid` (polled, suspending in between) and killing
+    /// it past `timeout`. Not
     /// Foundation's `Process`: under ThreadSanitizer it can miss a child's exit and wait forever.
     static func run(
         _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120
-    ) throws -> Run {
+    ) async throws -> Run {
         let started = Date()
         let (pid, directory) = try spawn(arguments, environment: environment, launcher: launcher)
         var status: Int32 = 0
@@ -65,7 +66,9 @@ enum ToolProcess {
                 Issue.record("session-bench \(arguments.joined(separator: " ")) ran past \(timeout)s and was killed")
                 break
             }
-            usleep(2_000)
+            // Waiting suspends: a test waiting on the tool must not hold a thread of the
+            // cooperative pool, which the in-process suites beside it need.
+            try? await Task.sleep(for: .milliseconds(2))
         }
         let signaled = status & 0x7f != 0
         let exitStatus = signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff
