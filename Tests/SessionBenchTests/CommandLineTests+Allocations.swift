@@ -196,12 +196,12 @@ extension CommandLineTests {
             let caller = try #require(result.callerAllocationsPerWaiter, "\(result.store)")
             let store = try #require(result.storeAllocationsPerWaiter, "\(result.store)")
             #expect(caller >= 1, "each caller is a task: at least one allocation (\(caller))")
-            // mutex parks a continuation in a dictionary; serial-queue also hops a queue. (A debug
-            // build allocates far more than a release build, so only the floor is checked.)
-            #expect(store > 0.5, "\(result.store): \(store) allocations per waiter")
+            #expect(store >= 0, "\(result.store): \(store) allocations per waiter")
         }
         let mutex = try #require(results.first { $0.store == "mutex" }?.storeAllocationsPerWaiter)
         let queue = try #require(results.first { $0.store == "serial-queue" }?.storeAllocationsPerWaiter)
-        #expect(queue > mutex, "the queue's hops cost allocations the lock does not (\(queue) vs \(mutex))")
+        // mutex parks a waiter on a checked continuation, as the baseline does: it adds next to
+        // nothing in a release build; serial-queue's hops add several allocations per waiter.
+        #expect(queue > mutex + 1, "the queue's hops cost allocations the lock does not (\(queue) vs \(mutex))")
     }
 }
