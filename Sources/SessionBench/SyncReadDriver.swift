@@ -112,6 +112,7 @@ struct SyncReadDriver {
         let bracket = sampleClock.bracketTicks
         let startLine = ThreadStartLine(count: threads)
         let finished = Atomic<Int>(0)
+        let arrived = Atomic<Int>(0)
         let heartbeats = (0..<threads).map { _ in Heartbeat() }
         let shared = SharedRun()
         let reports = ReportBox()
@@ -131,6 +132,7 @@ struct SyncReadDriver {
                 _ = session_bench_lower_thread_priority()
                 // The start line: nobody calls until every thread is running. Threads wait
                 // asleep, so a crowd still being created is not slowed by those already made.
+                arrived.add(1, ordering: .relaxed)
                 startLine.arriveAndWait()
                 // Each thread runs for the whole duration from its own first call: on few cores
                 // a crowd gets its first time slices one after another, and a shared deadline
@@ -178,18 +180,22 @@ struct SyncReadDriver {
         // Wait without holding a pool thread. A store that never returns leaves threads stuck:
         // stuck means no thread finished a batch for a whole hang timeout after the run's
         // time. A busy machine that gives these lowest-priority threads little CPU slows them
-        // down but does not stop every one of them, so it is not taken for a hang.
+        // down but does not stop every one of them, so it is not taken for a hang; nor are
+        // threads still coming to the start line (they have not called the store yet), unless
+        // none comes for three hang timeouts.
         let started = ContinuousClock.now
         let quietAllowed = duration + hangTimeout + .seconds(Double(count) * 0.004)
         var progress = -1
         var lastProgress = started
         while finished.load(ordering: .acquiring) < count {
             let now = ContinuousClock.now
-            let current = heartbeats.reduce(finished.load(ordering: .acquiring)) { $0 &+ $1.count }
+            let arrivals = arrived.load(ordering: .relaxed)
+            let current = heartbeats.reduce(finished.load(ordering: .acquiring) &+ arrivals) { $0 &+ $1.count }
+            let patience = arrivals < count ? hangTimeout * 3 : hangTimeout
             if current != progress {
                 progress = current
                 lastProgress = now
-            } else if now - lastProgress > hangTimeout, now - started > quietAllowed {
+            } else if now - lastProgress > patience, now - started > quietAllowed {
                 return .stuck(count - finished.load(ordering: .acquiring))
             }
             try? await Task.sleep(for: .milliseconds(2))
