@@ -71,9 +71,13 @@ extension CommandLineTests {
         }
     }
 
-    @Test("a store that allocates once per read counts 1.00 ± 0.01, by the interposer and by jemalloc")
+    // Taking a turn with the in-process suites: the harness takes its turns' allocations out of
+    // the count, and on a machine loaded by those suites a debug build's loop does so few reads
+    // per turn that the turns' own spread showed at the second decimal (0.989 with jemalloc).
+    @Test("a store that allocates once per read counts 1.00 ± 0.01, by the interposer and by jemalloc", .inProcessTurn)
     func oneAllocationPerRead() async throws {
-        let store = ["compare", "--stores", "allocates-once-per-read", "--include-broken"] + Self.steady
+        let store = ["compare", "--stores", "allocates-once-per-read", "--include-broken", "--scenario", "steady-reads",
+            "--tasks", "1", "--duration", "300ms", "--format", "json", "--quiet"]
         let (run, report) = try await report(store, environment: Self.selfTest)
         #expect(run.status == 0, "\(run.stderr)")
         let result = try #require(report?.results.first)
