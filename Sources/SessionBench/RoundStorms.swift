@@ -225,42 +225,6 @@ extension RoundState {
         return await recover(after: calls)
     }
 
-    /// Parks the scale storm's crowd on bare continuations through the same harness path, to
-    /// learn what a waiting caller costs before any store is involved: the memory it holds
-    /// while parked, and the allocations of its whole call.
-    mutating func measureCallerFootprint() async {
-        guard let memory, let token = currentToken.first ?? nil else { return }
-        let lot = ParkingLot()
-        let allocationsBefore = memory.begin()
-        defer { _ = memory.end() }
-        let before = memory.liveBytes()
-        let wave = launch(0..<scenario.tasks, kind: .read, phase: "caller footprint") { _, _, _ in
-            await lot.park()
-            return token
-        }
-        guard await entered(wave) else { return }
-        let deadline = ContinuousClock.now + runner.hangTimeout
-        while lot.parked < scenario.tasks, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
-        let parked = Double(Int64(memory.liveBytes()) - Int64(before)) / Double(scenario.tasks)
-        lot.releaseAll(stayOpen: true)
-        guard await wave.latch.wait(until: .now + runner.hangTimeout) != nil else { return }
-        outcome.callerBytesPerWaiter = max(0, parked)
-        outcome.callerAllocationsPerWaiter = Self.perCaller(memory.snapshot(), since: allocationsBefore, callers: scenario.tasks)
-    }
-
-    /// Adds one storm's allocations (from `before` until now) and its callers to the tally.
-    mutating func countAllocations(since before: AllocationCounter.Snapshot?, callers: Int) {
-        guard let before, let memory else { return }
-        let now = memory.snapshot()
-        outcome.stormAllocations += now.count &- before.count
-        outcome.stormAllocationCallers += callers
-    }
-
-    static func perCaller(_ now: AllocationCounter.Snapshot, since before: AllocationCounter.Snapshot, callers: Int) -> Double? {
-        guard callers > 0, now.count >= before.count else { return nil }
-        return Double(now.count - before.count) / Double(callers)
-    }
-
     // MARK: Checks of one storm
 
     /// The refresh calls of `account` the server received since ledger position `start`.
