@@ -1,6 +1,10 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// Every file imports each module whose names it uses (not names leaked through another
+// import), so the dependencies below stay equal to what the code imports.
+let imports: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
 let package = Package(
     name: "session-bench",
     platforms: [.macOS(.v15)],
@@ -20,15 +24,17 @@ let package = Package(
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
-        .target(name: "SessionContract"),
-        // Locking helpers shared below the stores: a Mutex that ThreadSanitizer can see.
-        .target(name: "SessionSync"),
+        .target(name: "SessionContract", swiftSettings: imports),
+        // Concurrency tools shared below the stores and the harness: a Mutex that ThreadSanitizer
+        // can see, a start line, a completion latch with deadlines, a parking lot, the watchdog.
+        .target(name: "SessionSync", swiftSettings: imports),
         // The lock-free read store's per-thread slot: one thread-local pointer.
         .target(name: "CReaderSlot"),
         // The competing stores, each in its own file, sharing one token lifecycle.
-        .target(name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"]),
+        .target(
+            name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"], swiftSettings: imports),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
-        .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"]),
+        .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"], swiftSettings: imports),
         // The harness's sample clock: the CPU's time-stamp counter, read inline.
         .target(name: "CSampleClock"),
         // Where the measuring process runs: the CPUs it may use, and pinning it to some.
@@ -37,30 +43,38 @@ let package = Package(
         .target(
             name: "SessionBench",
             dependencies: [
-                "SessionContract", "SessionStores", "TokenServer", "SessionSync", "CSampleClock", "CPlacement",
+                "SessionContract", "TokenServer", "SessionSync", "CSampleClock", "CPlacement",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 // Allocation counts with no system package: a shared library preloaded into
                 // each measuring process, counting every malloc on its way to the allocator.
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
-            ]
+            ],
+            swiftSettings: imports
         ),
         // The command line, as a library so a user's package can run it with its own stores.
         .target(
             name: "SessionBenchCLI",
-            dependencies: ["SessionBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "SessionBench", "SessionContract", "SessionStores",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: imports
         ),
-        .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"]),
+        .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"], swiftSettings: imports),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
                 "SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract", "SessionSync",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: imports
         ),
-        .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"]),
+        .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"], swiftSettings: imports),
         .testTarget(
             name: "SessionStoresTests",
-            dependencies: ["SessionStores", "TokenServer", "SessionContract", "SessionBench"]
+            dependencies: ["SessionStores", "TokenServer", "SessionContract", "SessionSync"],
+            swiftSettings: imports
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SessionBench
+import SessionContract
 
 /// `session-bench check`: the CI gate.
 struct Check: AsyncParsableCommand {

@@ -46,6 +46,14 @@ extension Duration {
         if overflow2 { return seconds < 0 ? .min : .max }
         return sum
     }
+
+    /// The duration in seconds, as a `Double` (for rates and reports, not for arithmetic).
+    @inlinable
+    public var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
+    /// The duration in nanoseconds, as a `Double`.
+    @inlinable
+    public var nanosecondsValue: Double { Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9 }
 }
 
 /// Time as stores and the token server read it.

@@ -10,3 +10,19 @@ public protocol TokenEndpoint: Sendable {
     /// redeemed once; presenting it again revokes the whole session.
     func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant
 }
+
+extension TokenEndpoint {
+    /// `signIn` as a `Result`, for code that hands the outcome across a lock or a task.
+    public func signInResult(_ credentials: Credentials) async -> Result<TokenGrant, TokenEndpointError> {
+        do throws(TokenEndpointError) { return .success(try await signIn(credentials)) } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `refresh` as a `Result`, for code that hands the outcome across a lock or a task.
+    public func refreshResult(_ refreshToken: RefreshToken) async -> Result<TokenGrant, TokenEndpointError> {
+        do throws(TokenEndpointError) { return .success(try await refresh(refreshToken)) } catch {
+            return .failure(error)
+        }
+    }
+}

@@ -144,19 +144,3 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
 }
-
-extension TokenEndpoint {
-    /// `signIn` as a `Result`, for code that hands outcomes across a lock.
-    public func signInResult(_ credentials: Credentials) async -> Result<TokenGrant, TokenEndpointError> {
-        do throws(TokenEndpointError) { return .success(try await signIn(credentials)) } catch {
-            return .failure(error)
-        }
-    }
-
-    /// `refresh` as a `Result`, for code that hands outcomes across a lock.
-    public func refreshResult(_ refreshToken: RefreshToken) async -> Result<TokenGrant, TokenEndpointError> {
-        do throws(TokenEndpointError) { return .success(try await refresh(refreshToken)) } catch {
-            return .failure(error)
-        }
-    }
-}

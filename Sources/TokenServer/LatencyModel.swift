@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import SessionContract
 
 /// How long the server takes to answer a call (real time, even when stores read a manual clock).
 public enum LatencyModel: Sendable, Hashable, Codable {
@@ -24,19 +25,13 @@ public enum LatencyModel: Sendable, Hashable, Codable {
         case .fixed(let duration):
             return duration
         case .uniform(let low, let high):
-            let lowNs = low.nanosecondsDouble, highNs = high.nanosecondsDouble
+            let lowNs = low.nanosecondsValue, highNs = high.nanosecondsValue
             return .nanoseconds(Int64(lowNs + (highNs - lowNs) * random.unit()))
         case .logNormal(let median, let sigma):
             // Box–Muller for one standard normal draw.
             let u1 = max(random.unit(), .leastNonzeroMagnitude), u2 = random.unit()
             let normal = (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
-            return .nanoseconds(Int64(median.nanosecondsDouble * exp(sigma * normal)))
+            return .nanoseconds(Int64(median.nanosecondsValue * exp(sigma * normal)))
         }
-    }
-}
-
-extension Duration {
-    var nanosecondsDouble: Double {
-        Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionContract
 import SessionStores
 import Testing
 

@@ -1,6 +1,8 @@
+import ArgumentParser
 import Foundation
 import PropertyBased
 import SessionBench
+import SessionContract
 import Testing
 
 @testable import SessionBenchCLI

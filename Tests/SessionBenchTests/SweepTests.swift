@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import Testing
+import TokenServer
 
 @Suite("Sweep", .serialized, .timeLimit(.minutes(2)))
 struct SweepTests {

@@ -1,4 +1,4 @@
-import SessionBench
+import SessionSync
 import SessionContract
 import SessionStores
 import TokenServer

@@ -1,4 +1,5 @@
 import CSampleClock
+import Foundation
 import Histogram
 import SessionContract
 

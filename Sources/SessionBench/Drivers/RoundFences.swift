@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import Synchronization
 import TokenServer
 
@@ -148,7 +149,7 @@ extension RoundState {
         guard let results else {
             outcome.hang = .init(
                 stuckCallers: readers - latch.finishedCount, ofCallers: readers, operation: .read,
-                waitedSeconds: runner.hangTimeout.seconds, phase: "round \(round) reads through the \(fence)",
+                waitedSeconds: runner.hangTimeout.secondsValue, phase: "round \(round) reads through the \(fence)",
                 detail: refreshStatus())
             return false
         }

@@ -1,3 +1,4 @@
+import SessionContract
 import TokenServer
 
 /// One workload, fully set by its parameters: the same scenario and seed reproduce the

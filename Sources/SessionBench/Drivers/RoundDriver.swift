@@ -32,7 +32,7 @@ struct RoundDriver {
         for round in 0..<scenario.rounds {
             guard await state.play(round: round) else { break }
         }
-        state.outcome.seconds = (ContinuousClock.now - start).seconds
+        state.outcome.seconds = (ContinuousClock.now - start).secondsValue
         state.finish()
         return state.outcome
     }

@@ -1,4 +1,6 @@
+import Foundation
 import SessionContract
+import SessionSync
 import Synchronization
 import TokenServer
 
@@ -78,7 +80,7 @@ extension RoundState {
             server.gate.release()
             outcome.hang = .init(
                 stuckCallers: wave.count - wave.latch.enteredCount, ofCallers: wave.count, operation: wave.kind,
-                waitedSeconds: runner.hangTimeout.seconds, phase: "\(wave.phase): start",
+                waitedSeconds: runner.hangTimeout.secondsValue, phase: "\(wave.phase): start",
                 detail: "callers could not even start: the cooperative pool is busy or blocked")
             return false
         }
@@ -159,7 +161,7 @@ extension RoundState {
             }
             outcome.hang = .init(
                 stuckCallers: wave.count - late.count, ofCallers: wave.count, operation: wave.kind,
-                waitedSeconds: runner.hangTimeout.seconds, phase: wave.phase, detail: refreshStatus())
+                waitedSeconds: runner.hangTimeout.secondsValue, phase: wave.phase, detail: refreshStatus())
             server.gate.release()
             return nil
         }
@@ -225,7 +227,7 @@ extension RoundState {
         driver.watch?.back()
         guard let value else {
             outcome.hang = .init(
-                stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.seconds,
+                stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.secondsValue,
                 phase: phase, detail: refreshStatus())
             return nil
         }

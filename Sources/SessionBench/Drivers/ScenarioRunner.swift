@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 import SessionContract
 import TokenServer
 
@@ -55,7 +56,7 @@ public struct ScenarioRunner: Sendable {
             hung.violations = oracle.violations
             hung.hang = .init(
                 stuckCallers: starvation.stuckCallers, ofCallers: starvation.ofCallers, operation: starvation.operation,
-                waitedSeconds: timeout.seconds, phase: starvation.phase, detail: starvation.detail)
+                waitedSeconds: timeout.secondsValue, phase: starvation.phase, detail: starvation.detail)
             if let handler {
                 handler(hung)
             } else {

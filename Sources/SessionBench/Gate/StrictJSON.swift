@@ -1,3 +1,4 @@
+import Foundation
 /// JSON exactly as RFC 8259 writes it, for files people edit by hand: a duplicated key, a
 /// trailing comma, a comment or a bare word is an error with its line and column, never a
 /// silent choice (Foundation's reader keeps the last of two `"limits"` and accepts `[1,]`).

@@ -1,32 +1,4 @@
-import SessionSync
 import Synchronization
-
-/// Holds `count` tasks until all have arrived, then lets them go together, so a storm of
-/// callers really overlaps instead of trickling in as tasks are created.
-public final class StartLine: Sendable {
-    private struct State {
-        var arrived = 0
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let count: Int
-    private let state = Mutex(State())
-
-    public init(count: Int) { self.count = count }
-
-    public func arriveAndWait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let release: [CheckedContinuation<Void, Never>] = state.withLock(visibleTo: self) { state in
-                state.arrived += 1
-                state.waiting.append(continuation)
-                guard state.arrived == count else { return [] }
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for waiter in release { waiter.resume() }
-        }
-    }
-}
 
 /// Collects the results of `expected` tasks and lets a coordinator wait for them with a
 /// deadline, so a task stuck in a store is reported instead of hanging the tool. Waiting
@@ -135,53 +107,5 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
         return await withCheckedContinuation { continuation in
             if case .now(let value) = register(continuation) { continuation.resume(returning: value) }
         }
-    }
-
-    /// Waits until `condition` holds or `deadline` passes; returns whether it held.
-    public static func poll(until deadline: ContinuousClock.Instant, _ condition: () -> Bool) async -> Bool {
-        while !condition() {
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .microseconds(100))
-        }
-        return true
-    }
-}
-
-/// Callers waiting on nothing but a continuation, until released: the storms' baseline for
-/// what a waiting caller costs (memory, allocations) with no store involved.
-final class ParkingLot: Sendable {
-    private struct State {
-        /// Checked continuations, as stores park their waiters on: the baseline is a caller
-        /// parked the way a store parks it, with nothing else. (Parked on an unsafe one, the
-        /// caller's shallower frames stay inside its task's first allocator slab, and every
-        /// store would be charged the kilobyte slab its own one more frame spills into; a store
-        /// that parks on unsafe continuations reads up to one allocation and ~50 bytes low.)
-        var waiting: [CheckedContinuation<Void, Never>] = []
-        /// Once open, a caller that comes to park goes straight through.
-        var open = false
-    }
-
-    private let state = Mutex(State())
-
-    func park() async {
-        await withCheckedContinuation { continuation in
-            let wait = state.withLock(visibleTo: self) { state in
-                if !state.open { state.waiting.append(continuation) }
-                return !state.open
-            }
-            if !wait { continuation.resume() }
-        }
-    }
-
-    var parked: Int { state.withLock(visibleTo: self) { $0.waiting.count } }
-
-    /// Resumes every parked caller; with `stayOpen`, callers that come later do not park.
-    func releaseAll(stayOpen: Bool = false) {
-        let all = state.withLock(visibleTo: self) { state in
-            defer { state.waiting = [] }
-            state.open = state.open || stayOpen
-            return state.waiting
-        }
-        for continuation in all { continuation.resume() }
     }
 }

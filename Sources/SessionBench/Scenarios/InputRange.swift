@@ -1,3 +1,4 @@
+import Foundation
 /// The range every number a user can give must fall in, whether it comes from the command
 /// line, a thresholds file or a sweep. Checked before anything runs: a value outside it is
 /// bad input (exit 2), never a crash of the tool or a verdict on a store.

@@ -1,3 +1,4 @@
+import Foundation
 import TokenServer
 
 /// What `sweep` varies, and how a value changes a scenario.

@@ -1,6 +1,7 @@
 import Histogram
 import Synchronization
 import SessionContract
+import SessionSync
 import TokenServer
 
 /// Callers read a long-lived token as fast as they can (closed loop) or at a fixed total
@@ -124,7 +125,7 @@ struct SteadyDriver {
             guard stage.1.reports == nil else { continue }
             outcome.hang = .init(
                 stuckCallers: stage.1.stuck, ofCallers: scenario.tasks, operation: .read,
-                waitedSeconds: runner.hangTimeout.seconds, phase: stage.0,
+                waitedSeconds: runner.hangTimeout.secondsValue, phase: stage.0,
                 detail: RoundState.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
             return outcome
         }
@@ -164,7 +165,7 @@ struct SteadyDriver {
             case .stuck(let count):
                 outcome.hang = .init(
                     stuckCallers: count, ofCallers: driver.threads, operation: .syncRead,
-                    waitedSeconds: runner.hangTimeout.seconds, phase: "synchronous reads",
+                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "synchronous reads",
                     detail: "threads still inside currentToken() when the time was up")
                 return outcome
             }
@@ -364,7 +365,7 @@ struct SteadyDriver {
         watch?.back()
         if reports == nil, latch.finishedCount == tasks { reports = latch.partialResults }
         // The measured phase: from the workers' common start to the last one's stop.
-        var seconds = (ContinuousClock.now - start).seconds
+        var seconds = (ContinuousClock.now - start).secondsValue
         if let reports, let last = reports.map(\.endTicks).max(), let begin = shared.started, last > begin {
             seconds = clock.nanoseconds(ticks: last - begin) / 1e9
         }
@@ -431,10 +432,4 @@ final class EmptyStore: SynchronousTokenReading {
     func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
     func signIn(_ credentials: Credentials) async throws(SessionError) {}
     func signOut() async {}
-}
-
-extension Duration {
-    var seconds: Double { secondsValue }
-
-    public var secondsValue: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

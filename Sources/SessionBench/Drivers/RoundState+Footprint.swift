@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 
 /// What a waiting caller costs: the scale storm's baseline crowd on bare continuations, and
 /// the tally of storm allocations per caller the store's figures are taken from.

@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import TokenServer
 
