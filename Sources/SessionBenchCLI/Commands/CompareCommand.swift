@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `session-bench compare`: the main job.
+struct Compare: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run stores through scenarios; report each one's verdict and cost (the main job).",
+        discussion: exitStatusHelp)
+
+    @OptionGroup var run: RunOptions
+    @OptionGroup var output: OutputOptions
+
+    mutating func run() async throws {
+        let stores = try run.resolvedStores()
+        let scenarios = try run.resolvedScenarios()
+        if run.dryRun {
+            print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
+            return
+        }
+        try run.place()
+        if !output.quiet {
+            let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
+            Log.progress(
+                "session-bench compare: \(stores.count) store(s) × \(scenarios.count) scenario(s), seed \(seeds)"
+                    + (run.inProcess ? ", in process" : ", one process per store"))
+        }
+        let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: output.quiet).run()
+        let report = ResultsReport(results: results, metadata: .current(command: "compare"))
+        try output.emit(report)
+        if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
