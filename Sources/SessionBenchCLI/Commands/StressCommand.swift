@@ -73,14 +73,12 @@ struct Stress: AsyncParsableCommand {
 
     /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds.
     static func vary(_ scenario: Scenario, seed: UInt64) -> Scenario {
-        var scenario = scenario
-        scenario.seed = seed
         var rng = SeededRandomSource(seed: seed)
         // Between half and one and a half times the crowd, inside the range a scenario accepts.
-        scenario.tasks = min(InputRange.tasks.upperBound, max(2, scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks))))
-        scenario.accounts = min(scenario.accounts, scenario.tasks)
-        if scenario.isRoundBased { scenario.rounds = max(5, scenario.rounds / 4) }
-        return scenario
+        let crowd = scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks))
+        let tasks = min(InputRange.tasks.upperBound, max(2, crowd))
+        let rounds = scenario.isRoundBased ? max(5, scenario.rounds / 4) : nil
+        return ScenarioOverrides(tasks: tasks, rounds: rounds, seed: seed).applied(to: scenario)
     }
 
     /// The `compare` command that runs exactly this store × scenario again.

@@ -117,14 +117,15 @@ struct RunOptions: ParsableArguments {
             throw UsageError("\(error) (see 'session-bench list')")
         }
         for index in scenarios.indices {
-            if let tasks { scenarios[index].tasks = tasks; scenarios[index].accounts = min(scenarios[index].accounts, tasks) }
-            if let duration { scenarios[index].duration = duration.duration }
-            if let rounds { scenarios[index].rounds = rounds }
-            if let seed { scenarios[index].seed = seed }
-            if let rate, scenarios[index].kind == .steadyReads { scenarios[index].arrivalRate = rate }
+            scenarios[index] = overrides.applied(to: scenarios[index])
             do { try scenarios[index].validate() } catch { throw UsageError(error.description) }
         }
         return scenarios
+    }
+
+    /// What `--tasks`, `--duration`, `--rounds`, `--seed` and `--rate` change in each preset.
+    var overrides: ScenarioOverrides {
+        ScenarioOverrides(tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate)
     }
 
     /// The in-process runner. A store that blocks every thread of the cooperative pool
