@@ -27,9 +27,9 @@ struct Execution {
         }
         var results: [ScenarioResult] = []
         // In process, this process is the measuring one: it counts with the chosen counter.
-        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
+        if options.execution.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
         for store in stores {
-            if options.inProcess {
+            if options.execution.inProcess {
                 for scenario in scenarios {
                     let result = await options.runner.run(store, scenario)
                     progress(result)
@@ -37,7 +37,7 @@ struct Execution {
                 }
             } else {
                 results += await IsolatedRun.run(
-                    store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, setup: options.setup, progress: progress)
+                    store: store, scenarios: scenarios, hangTimeout: options.execution.hangTimeout, setup: options.setup, progress: progress)
             }
         }
         return results

@@ -23,17 +23,7 @@ struct Check: AsyncParsableCommand {
     @Option(name: .long, help: "Output format: table or json.")
     var format: CheckFormat = .table
 
-    @Option(
-        name: .customLong("hang-timeout"),
-        help: "Seconds a call may take before the store counts as hung, 0.5 to 3600 (default: 5).",
-        transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
-    var hangTimeout: Double?
-
-    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations are counted in this process).")
-    var inProcess = false
-
-    @Flag(name: .long, help: "No progress lines on standard error.")
-    var quiet = false
+    @OptionGroup var execution: ExecutionOptions
 
     @Flag(name: .long, help: "Check the thresholds file and print what would run, then exit without running anything.")
     var dryRun = false
@@ -60,17 +50,17 @@ struct Check: AsyncParsableCommand {
         let stores = try options.resolvedStores().filter { file.run.stores.isEmpty ? !$0.isReferenceBroken : true }
         let scenarios = try options.resolvedScenarios()
         if dryRun {
-            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.hangTimeout, setup: options.setup), terminator: "")
+            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.execution.hangTimeout, setup: options.setup), terminator: "")
             return
         }
-        if !quiet {
+        if !execution.quiet {
             Log.progress("session-bench check: \(stores.count) store(s) × \(scenarios.count) scenario(s), \(file.limits.count) limit(s) from \(thresholds)")
         }
-        let results = await Execution(stores: stores, scenarios: scenarios, options: options, quiet: quiet).run()
+        let results = await Execution(stores: stores, scenarios: scenarios, options: options, quiet: execution.quiet).run()
 
         if update {
             try OutputWriter.write([(try OutputTarget.plan(thresholds, option: "--thresholds"), file.updated(from: results).json())])
-            if !quiet { Log.progress("wrote updated limits to \(thresholds); review the diff before committing") }
+            if !execution.quiet { Log.progress("wrote updated limits to \(thresholds); review the diff before committing") }
             return
         }
         let outcomes = ThresholdCheck(thresholds: file, results: results).evaluate()
@@ -95,11 +85,10 @@ struct Check: AsyncParsableCommand {
         options.rounds = run.rounds
         options.tasks = run.tasks
         options.seed = run.seed
-        options.hangTimeoutOption = hangTimeout
-        options.inProcess = inProcess
+        options.execution = execution
         options.allocator = run.allocator
         options.allocationCounter = run.allocationCounter
-        do { try options.setup.validate(inProcess: inProcess) } catch { throw UsageError("\(thresholds): run: \(error.description)") }
+        do { try options.setup.validate(inProcess: execution.inProcess) } catch { throw UsageError("\(thresholds): run: \(error.description)") }
         options.includeBroken = true  // a store named in the file runs, broken or not
         do {
             _ = try options.resolvedStores()

@@ -16,19 +16,19 @@ struct Compare: AsyncParsableCommand {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
         if run.dryRun {
-            print(RunOptions.plan(stores, scenarios, hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
+            print(RunOptions.plan(stores, scenarios, hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()
-        if !output.quiet {
+        if !run.execution.quiet {
             let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
             Log.progress(
                 "session-bench compare: \(stores.count) store(s) × \(scenarios.count) scenario(s), seed \(seeds)"
-                    + (run.inProcess ? ", in process" : ", one process per store"))
+                    + (run.execution.inProcess ? ", in process" : ", one process per store"))
         }
-        let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: output.quiet).run()
+        let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: run.execution.quiet).run()
         let report = ResultsReport(results: results, metadata: .current(command: "compare"))
-        try output.emit(report)
+        try output.emit(report, quiet: run.execution.quiet)
         if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }

@@ -28,7 +28,7 @@ struct Stress: AsyncParsableCommand {
         let base = try run.resolvedScenarios()
         if run.dryRun {
             let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
-            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
+            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()
@@ -45,7 +45,7 @@ struct Stress: AsyncParsableCommand {
             if let deadline, iteration > 0, ContinuousClock.now >= deadline { break }
             let seed = firstSeed &+ UInt64(iteration)
             let scenarios = base.map { Self.vary($0, seed: seed) }
-            if !output.quiet {
+            if !run.execution.quiet {
                 let of = limit == Int.max ? "" : "/\(limit)"
                 Log.progress("stress: iteration \(iteration + 1)\(of), seed \(seed)" + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
             }
@@ -67,7 +67,7 @@ struct Stress: AsyncParsableCommand {
                     + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))
         }
         let report = ResultsReport(results: all, metadata: .current(command: "stress"))
-        try output.emit(report)
+        try output.emit(report, quiet: run.execution.quiet)
         if failures > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
@@ -89,10 +89,10 @@ struct Stress: AsyncParsableCommand {
         if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
         if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
         if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
-        if let timeout = run.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
+        if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
         if store.isReferenceBroken { words.append("--include-broken") }
         if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
-        if run.inProcess { words.append("--in-process") }
+        if run.execution.inProcess { words.append("--in-process") }
         return words.joined(separator: " ")
     }
 }

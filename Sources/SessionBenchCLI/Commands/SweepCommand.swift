@@ -70,7 +70,7 @@ struct Sweep: AsyncParsableCommand {
             for allocator in try parsedAllocators() {
                 let setup = MeasuringSetup(
                     allocator: allocator, counter: run.allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator))
-                do { try setup.validate(inProcess: run.inProcess) } catch { throw UsageError("--values: \(error.description)") }
+                do { try setup.validate(inProcess: run.execution.inProcess) } catch { throw UsageError("--values: \(error.description)") }
                 let index = Double(AllocatorKind.allCases.firstIndex(of: allocator) ?? 0)
                 points.append(Point(value: index, label: allocator.rawValue, scenario: base, setup: setup))
             }
@@ -118,40 +118,40 @@ struct Sweep: AsyncParsableCommand {
         let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
         if run.dryRun {
             print("sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
-                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
+                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
             return
         }
         try run.place()
-        if !output.quiet {
+        if !run.execution.quiet {
             Log.progress(
                 "session-bench sweep: \(parameter.rawValue) over \(points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
                     + "\(stores.count) store(s), \(passes) repeat(s), seed \(base.seed): \(schedule.count) runs")
         }
         var results: [ScenarioResult] = []
-        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
+        if options.execution.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
         let started = ContinuousClock.now
         for (index, step) in schedule.enumerated() {
             let point = points.first { $0.value == step.value }!
             let scenario = point.scenario
             var result: ScenarioResult
-            if options.inProcess {
+            if options.execution.inProcess {
                 result = await options.runner.run(step.store, scenario)
             } else {
                 result = await IsolatedRun.run(
-                    store: step.store, scenarios: [scenario], hangTimeout: options.hangTimeout, setup: point.setup
+                    store: step.store, scenarios: [scenario], hangTimeout: options.execution.hangTimeout, setup: point.setup
                 ) { _ in }
                 .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
             }
             result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
             results.append(result)
-            if !output.quiet {
+            if !run.execution.quiet {
                 Log.progress(
                     "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(point.label ?? InputRange.text(step.value)) "
                         + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
             }
         }
         let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
-        try output.emit(report) { [baseline] in $0.sweepTable(baseline: baseline) }
+        try output.emit(report, quiet: run.execution.quiet) { [baseline] in $0.sweepTable(baseline: baseline) }
         if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }

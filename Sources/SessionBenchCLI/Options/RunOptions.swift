@@ -39,14 +39,7 @@ struct RunOptions: ParsableArguments {
     @Flag(name: .long, help: "Include stores that are broken on purpose (they are expected to fail).")
     var includeBroken = false
 
-    @Option(
-        name: .customLong("hang-timeout"),
-        help: "Seconds a call may take before the store counts as hung, 0.5 to 3600 (default: 5).",
-        transform: ArgumentText.decimal(InputRange.hangTimeoutSeconds, unit: "seconds"))
-    var hangTimeoutOption: Double?
-
-    @Flag(name: .long, help: "Run every store in this process (no crash isolation; allocations are counted in this process).")
-    var inProcess = false
+    @OptionGroup var execution: ExecutionOptions
 
     @Option(
         name: .long,
@@ -67,20 +60,13 @@ struct RunOptions: ParsableArguments {
     @Flag(name: .long, help: "Check every option and print what would run, then exit without running anything.")
     var dryRun = false
 
-    static let defaultHangTimeout = 5.0
-
-    var hangTimeout: Double {
-        get { hangTimeoutOption ?? Self.defaultHangTimeout }
-        set { hangTimeoutOption = newValue }
-    }
-
     /// The allocator and allocation counter of the measuring processes.
     var setup: MeasuringSetup {
         MeasuringSetup(allocator: allocator ?? .system, counter: allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator ?? .system))
     }
 
     func validate() throws {
-        try setup.validate(inProcess: inProcess)
+        try setup.validate(inProcess: execution.inProcess)
         _ = try resolvedStores()
         _ = try resolvedScenarios()
         if let cpus {
@@ -131,7 +117,7 @@ struct RunOptions: ParsableArguments {
     /// The in-process runner. A store that blocks every thread of the cooperative pool
     /// leaves nothing to run the rest: the verdict is printed and the process exits.
     var runner: ScenarioRunner {
-        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
+        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(execution.hangTimeout * 1000)))
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
             print(report.table(), terminator: "")
