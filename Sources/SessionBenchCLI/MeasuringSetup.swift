@@ -23,6 +23,13 @@ struct MeasuringSetup: Sendable, Hashable {
         allocator == .jemalloc ? .jemalloc : .interposer
     }
 
+    /// The allocator named, else the system's, counted by the counter named, else the
+    /// allocator's own.
+    static func chosen(allocator: AllocatorKind?, counter: AllocationCounterKind?) -> MeasuringSetup {
+        let allocator = allocator ?? .system
+        return MeasuringSetup(allocator: allocator, counter: counter ?? defaultCounter(for: allocator))
+    }
+
     /// Checks that this setup can be had here; the message says how to get it.
     func validate(inProcess: Bool) throws(UsageError) {
         if counter == .interposer, allocator == .jemalloc {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SessionBench
+import SessionContract
 
 /// `session-bench check`: the CI gate.
 struct Check: AsyncParsableCommand {
@@ -46,17 +47,18 @@ struct Check: AsyncParsableCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let options = try self.options(for: file.run)
-        let stores = try options.resolvedStores().filter { file.run.stores.isEmpty ? !$0.isReferenceBroken : true }
-        let scenarios = try options.resolvedScenarios()
+        let (stores, scenarios, setup) = try selection(for: file.run)
+        let execution = Execution(self.execution, setup: setup)
         if dryRun {
-            print("\(file.limits.count) limit(s)\n" + RunOptions.plan(stores, scenarios, hangTimeout: options.execution.hangTimeout, setup: options.setup), terminator: "")
+            print("\(file.limits.count) limit(s)\n" + execution.plan(stores, scenarios), terminator: "")
             return
         }
         if !execution.quiet {
-            Log.progress("session-bench check: \(stores.count) store(s) × \(scenarios.count) scenario(s), \(file.limits.count) limit(s) from \(thresholds)")
+            Log.progress(
+                "session-bench check: \(stores.count) store(s) × \(scenarios.count) scenario(s), "
+                    + "\(file.limits.count) limit(s) from \(thresholds)")
         }
-        let results = await Execution(stores: stores, scenarios: scenarios, options: options, quiet: execution.quiet).run()
+        let results = await execution.run(stores: stores, scenarios: scenarios)
 
         if update {
             try OutputWriter.write([(try OutputTarget.plan(thresholds, option: "--thresholds"), file.updated(from: results).json())])
@@ -74,28 +76,22 @@ struct Check: AsyncParsableCommand {
         if outcomes.contains(where: { !$0.passed }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
-    /// The file's `run` section as `compare`'s options, taken as values (the reader has
-    /// checked each one and names the key when one is wrong).
-    func options(for run: Thresholds.RunPlan) throws(UsageError) -> RunOptions {
-        var options: RunOptions
-        do { options = try RunOptions.parse([]) } catch { throw UsageError("\(error)") }
-        if !run.stores.isEmpty { options.stores = run.stores.joined(separator: ",") }
-        options.scenario = run.scenarios
-        options.duration = run.duration.flatMap(DurationArgument.init)
-        options.rounds = run.rounds
-        options.tasks = run.tasks
-        options.seed = run.seed
-        options.execution = execution
-        options.allocator = run.allocator
-        options.allocationCounter = run.allocationCounter
-        do { try options.setup.validate(inProcess: execution.inProcess) } catch { throw UsageError("\(thresholds): run: \(error.description)") }
-        options.includeBroken = true  // a store named in the file runs, broken or not
+    /// The stores, scenarios and measuring setup the file's `run` section names, taken as
+    /// values (the reader has checked each one and names the key when one is wrong). A store
+    /// the file names runs, broken or not; with none named, every correct store runs.
+    func selection(
+        for run: Thresholds.RunPlan
+    ) throws(UsageError) -> (stores: [StoreDescriptor], scenarios: [Scenario], setup: MeasuringSetup) {
+        let setup = MeasuringSetup.chosen(allocator: run.allocator, counter: run.allocationCounter)
+        let overrides = ScenarioOverrides(
+            tasks: run.tasks, duration: run.duration.flatMap(DurationArgument.init)?.duration, rounds: run.rounds,
+            seed: run.seed)
         do {
-            _ = try options.resolvedStores()
-            _ = try options.resolvedScenarios()
+            try setup.validate(inProcess: execution.inProcess)
+            let stores = try StoreRegistry.resolve(run.stores, includeBroken: false)
+            return (stores, try ScenarioCatalog.selection(run.scenarios, overrides: overrides), setup)
         } catch {
             throw UsageError("\(thresholds): run: \(error.description)")
         }
-        return options
     }
 }

@@ -15,8 +15,9 @@ struct Compare: AsyncParsableCommand {
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
+        let execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
-            print(RunOptions.plan(stores, scenarios, hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
+            print(execution.plan(stores, scenarios), terminator: "")
             return
         }
         try run.place()
@@ -26,7 +27,7 @@ struct Compare: AsyncParsableCommand {
                 "session-bench compare: \(stores.count) store(s) × \(scenarios.count) scenario(s), seed \(seeds)"
                     + (run.execution.inProcess ? ", in process" : ", one process per store"))
         }
-        let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: run.execution.quiet).run()
+        let results = await execution.run(stores: stores, scenarios: scenarios)
         let report = ResultsReport(results: results, metadata: .current(command: "compare"))
         try output.emit(report, quiet: run.execution.quiet)
         if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }

@@ -26,11 +26,13 @@ struct Stress: AsyncParsableCommand {
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let base = try run.resolvedScenarios()
+        var execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
             let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
-            print("stress: \(length), a new seed each\n" + RunOptions.plan(stores, base, hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
+            print("stress: \(length), a new seed each\n" + execution.plan(stores, base), terminator: "")
             return
         }
+        execution.quiet = true  // a line per iteration, and one per failure, instead of one per run
         try run.place()
         var random = SystemRandomNumberGenerator()
         let firstSeed = run.seed ?? random.next()
@@ -47,21 +49,30 @@ struct Stress: AsyncParsableCommand {
             let scenarios = base.map { Self.vary($0, seed: seed) }
             if !run.execution.quiet {
                 let of = limit == Int.max ? "" : "/\(limit)"
-                Log.progress("stress: iteration \(iteration + 1)\(of), seed \(seed)" + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
+                Log.progress(
+                    "stress: iteration \(iteration + 1)\(of), seed \(seed)"
+                        + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
             }
-            let results = await Execution(stores: stores, scenarios: scenarios, options: run, quiet: true).run()
+            let results = await execution.run(stores: stores, scenarios: scenarios)
             for result in results where result.verdict != .pass {
                 guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
                     let store = stores.first(where: { $0.name == result.store })
                 else { continue }
-                Log.progress("  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — reproduce with: \(reproduce(store, scenario))")
+                Log.progress(
+                    "  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — "
+                        + "reproduce with: \(reproduce(store, scenario))")
             }
             all += results
             iteration += 1
         }
         let failures = all.count { $0.verdict != .pass }
         do {
-            let seeds = iteration == 0 ? "none" : iteration == 1 ? "\(firstSeed)" : "\(firstSeed)…\(firstSeed &+ UInt64(iteration - 1))"
+            let seeds =
+                switch iteration {
+                case 0: "none"
+                case 1: "\(firstSeed)"
+                default: "\(firstSeed)…\(firstSeed &+ UInt64(iteration - 1))"
+                }
             Log.progress(
                 "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
                     + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))

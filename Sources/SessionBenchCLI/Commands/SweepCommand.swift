@@ -68,8 +68,7 @@ struct Sweep: AsyncParsableCommand {
         if parameter == .allocator {
             if run.allocator != nil { throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator") }
             for allocator in try parsedAllocators() {
-                let setup = MeasuringSetup(
-                    allocator: allocator, counter: run.allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator))
+                let setup = MeasuringSetup.chosen(allocator: allocator, counter: run.allocationCounter)
                 do { try setup.validate(inProcess: run.execution.inProcess) } catch { throw UsageError("--values: \(error.description)") }
                 let index = Double(AllocatorKind.allCases.firstIndex(of: allocator) ?? 0)
                 points.append(Point(value: index, label: allocator.rawValue, scenario: base, setup: setup))
@@ -113,42 +112,33 @@ struct Sweep: AsyncParsableCommand {
 
     mutating func run() async throws {
         let (stores, points) = try plan()
-        let options = run
         let base = points[0].scenario
         let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
+        let execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
-            print("sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
-                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.execution.hangTimeout, setup: run.setup), terminator: "")
+            print(
+                "sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
+                    + execution.plan(stores, points.map(\.scenario)), terminator: "")
             return
         }
         try run.place()
         if !run.execution.quiet {
+            let values = points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")
             Log.progress(
-                "session-bench sweep: \(parameter.rawValue) over \(points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
+                "session-bench sweep: \(parameter.rawValue) over \(values) in \(base.name), "
                     + "\(stores.count) store(s), \(passes) repeat(s), seed \(base.seed): \(schedule.count) runs")
         }
         var results: [ScenarioResult] = []
-        if options.execution.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
-        let started = ContinuousClock.now
-        for (index, step) in schedule.enumerated() {
+        let progress = ProgressLines(total: schedule.count, quiet: run.execution.quiet)
+        for step in schedule {
             let point = points.first { $0.value == step.value }!
-            let scenario = point.scenario
-            var result: ScenarioResult
-            if options.execution.inProcess {
-                result = await options.runner.run(step.store, scenario)
-            } else {
-                result = await IsolatedRun.run(
-                    store: step.store, scenarios: [scenario], hangTimeout: options.execution.hangTimeout, setup: point.setup
-                ) { _ in }
-                .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
-            }
+            var result =
+                await execution.run(store: step.store, scenarios: [point.scenario], setup: point.setup).first
+                ?? IsolatedRun.failed(step.store, point.scenario, .error, "no result")
             result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
             results.append(result)
-            if !run.execution.quiet {
-                Log.progress(
-                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(point.label ?? InputRange.text(step.value)) "
-                        + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
-            }
+            let value = point.label ?? InputRange.text(step.value)
+            progress.record("\(parameter.rawValue)=\(value) \(step.store.name): \(result.verdict.rawValue)")
         }
         let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
         try output.emit(report, quiet: run.execution.quiet) { [baseline] in $0.sweepTable(baseline: baseline) }

@@ -3,7 +3,7 @@ import Foundation
 import SessionBench
 import SessionContract
 
-/// Which stores and scenarios to run, and how: shared by `compare` and `stress`.
+/// Which stores and scenarios to run, and how: shared by `compare`, `stress` and `sweep`.
 struct RunOptions: ParsableArguments {
     @Option(name: .long, help: "Comma-separated store names (default: every correct store; see 'list').")
     var stores: String?
@@ -27,7 +27,11 @@ struct RunOptions: ParsableArguments {
     var rounds: Int?
 
     @Option(
-        name: .long, help: "Seed for faults, latencies and cancellations, 0 to 2^64-1 (default: 1). The same seed reproduces a run.",
+        name: .long,
+        help: """
+            Seed for faults, latencies and cancellations, 0 to 2^64-1 (default: 1). \
+            The same seed reproduces a run.
+            """,
         transform: ArgumentText.seed)
     var seed: UInt64?
 
@@ -43,26 +47,38 @@ struct RunOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: "Pin the measuring processes to these CPUs, e.g. 0 or 0,1 or 0-3 (default: every CPU the system allows). Recorded in every result.",
+        help: """
+            Pin the measuring processes to these CPUs, e.g. 0 or 0,1 or 0-3 (default: every CPU the system \
+            allows). Recorded in every result.
+            """,
         transform: ArgumentText.cpus)
     var cpus: [Int]?
 
     @Option(
         name: .long,
-        help: "The allocator the measuring processes run on: system or jemalloc (jemalloc needs apt-get install libjemalloc2; default: system).")
+        help: """
+            The allocator the measuring processes run on: system or jemalloc (jemalloc needs apt-get install \
+            libjemalloc2; default: system).
+            """)
     var allocator: AllocatorKind?
 
     @Option(
         name: .customLong("allocation-counter"),
-        help: "What counts allocations: interposer (calls and requested bytes; system allocator) or jemalloc (its own statistics, thread cache off; --allocator jemalloc). Default: the allocator's own.")
+        help: """
+            What counts allocations: interposer (calls and requested bytes; system allocator) or jemalloc (its \
+            own statistics, thread cache off; --allocator jemalloc). Default: the allocator's own.
+            """)
     var allocationCounter: AllocationCounterKind?
 
     @Flag(name: .long, help: "Check every option and print what would run, then exit without running anything.")
     var dryRun = false
 
     /// The allocator and allocation counter of the measuring processes.
-    var setup: MeasuringSetup {
-        MeasuringSetup(allocator: allocator ?? .system, counter: allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator ?? .system))
+    var setup: MeasuringSetup { .chosen(allocator: allocator, counter: allocationCounter) }
+
+    /// What `--tasks`, `--duration`, `--rounds`, `--seed` and `--rate` change in each preset.
+    var overrides: ScenarioOverrides {
+        ScenarioOverrides(tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate)
     }
 
     func validate() throws {
@@ -72,7 +88,8 @@ struct RunOptions: ParsableArguments {
         if let cpus {
             let allowed = CPUPlacement.allowed
             if !allowed.isEmpty, let missing = cpus.first(where: { !allowed.contains($0) }) {
-                throw UsageError("--cpus: CPU \(missing) is not one this process may use; give CPUs from \(CPUPlacement.text(allowed))")
+                throw UsageError(
+                    "--cpus: CPU \(missing) is not one this process may use; give CPUs from \(CPUPlacement.text(allowed))")
             }
         }
     }
@@ -84,62 +101,21 @@ struct RunOptions: ParsableArguments {
     }
 
     func resolvedStores() throws(UsageError) -> [StoreDescriptor] {
-        let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let names = Self.names(in: stores.map { [$0] } ?? [])
         if stores != nil, names.isEmpty { throw UsageError("--stores needs at least one name (see 'session-bench list')") }
         return try StoreRegistry.resolve(names, includeBroken: includeBroken)
     }
 
     func resolvedScenarios() throws(UsageError) -> [Scenario] {
-        var names: [String] = []
-        for name in scenario.flatMap({ $0.split(separator: ",") }).map({ $0.trimmingCharacters(in: .whitespaces) })
-        where !name.isEmpty && !names.contains(name) {
-            names.append(name)  // a scenario named twice runs once, as a store named twice does
+        let names = Self.names(in: scenario)
+        if !scenario.isEmpty, names.isEmpty {
+            throw UsageError("--scenario needs at least one name (see 'session-bench list')")
         }
-        if !scenario.isEmpty, names.isEmpty { throw UsageError("--scenario needs at least one name (see 'session-bench list')") }
-        var scenarios: [Scenario] = []
-        do {
-            scenarios = names.isEmpty ? ScenarioCatalog.defaults : try names.map { name throws(ScenarioError) in try ScenarioCatalog.named(name) }
-        } catch {
-            throw UsageError("\(error) (see 'session-bench list')")
-        }
-        for index in scenarios.indices {
-            scenarios[index] = overrides.applied(to: scenarios[index])
-            do { try scenarios[index].validate() } catch { throw UsageError(error.description) }
-        }
-        return scenarios
+        return try ScenarioCatalog.selection(names, overrides: overrides)
     }
 
-    /// What `--tasks`, `--duration`, `--rounds`, `--seed` and `--rate` change in each preset.
-    var overrides: ScenarioOverrides {
-        ScenarioOverrides(tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate)
+    /// The names in comma-separated lists, trimmed, empty ones left out.
+    private static func names(in lists: [String]) -> [String] {
+        lists.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
-
-    /// The in-process runner. A store that blocks every thread of the cooperative pool
-    /// leaves nothing to run the rest: the verdict is printed and the process exits.
-    var runner: ScenarioRunner {
-        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(execution.hangTimeout * 1000)))
-        runner.onStarvation = { hung in
-            let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
-            print(report.table(), terminator: "")
-            Log.progress("session-bench: the store blocked every thread of the cooperative pool; stopping (run without --in-process to go on with the other stores)")
-            Foundation.exit(ExitStatus.failed.rawValue)
-        }
-        return runner
-    }
-
-    /// What a dry run prints: the stores and each scenario's parameters, one per line.
-    static func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario], hangTimeout: Double, setup: MeasuringSetup) -> String {
-        var lines = [
-            "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), hang timeout \(InputRange.text(hangTimeout))s, "
-                + "allocator \(setup.allocator.rawValue), allocations counted by the \(setup.counter.rawValue)"
-        ]
-        lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))
-        for scenario in scenarios {
-            let size = scenario.isRoundBased ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
-            lines.append("  \(scenario.name): \(scenario.tasks) callers, \(size), seed \(scenario.seed)")
-        }
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    var effectiveSeed: UInt64 { seed ?? ScenarioCatalog.all[0].seed }
 }
