@@ -6,7 +6,10 @@ import SessionContract
 /// `session-bench stress`: randomized schedules, a new seed each iteration.
 struct Stress: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run randomized schedules (a new seed per round) and report violations with the seed that reproduces them.",
+        abstract: """
+            Run randomized schedules (a new seed per iteration) and report violations with the seed that \
+            reproduces them.
+            """,
         discussion: exitStatusHelp)
 
     @OptionGroup var run: RunOptions
