@@ -110,11 +110,18 @@ enum OutputWriter {
 
     static func write(_ outputs: [(target: OutputTarget, text: String)]) throws(UsageError) {
         var staged: [(temporary: String, file: String, path: String)] = []
-        func abandon() {
+        /// Removes every temporary file; the error that says why `path` could not be written.
+        func abandon(_ path: String, _ reason: String) -> UsageError {
             for item in staged {
                 unlink(item.temporary)
                 ProcessGuard.untrack(temporary: item.temporary)
             }
+            return UsageError("cannot write '\(Printable.name(path))': \(reason)")
+        }
+        func openForWriting(_ file: String, _ flags: Int32, mode: mode_t = 0, shownAs path: String) throws(UsageError) -> Int32 {
+            let descriptor = open(file, flags | O_WRONLY | O_CLOEXEC, mode)
+            guard descriptor >= 0 else { throw abandon(path, String(cString: strerror(errno))) }
+            return descriptor
         }
         for (target, text) in outputs {
             guard case .replace(let file, let mode, let owner, let group) = target.kind else { continue }
@@ -122,12 +129,7 @@ enum OutputWriter {
             let temporary = temporaryPath(in: directory)
             ProcessGuard.track(temporary: temporary)
             staged.append((temporary, file, target.path))
-            let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode ?? 0o666)
-            guard descriptor >= 0 else {
-                let reason = String(cString: strerror(errno))
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(reason)")
-            }
+            let descriptor = try openForWriting(temporary, O_CREAT | O_EXCL, mode: mode ?? 0o666, shownAs: target.path)
             var failure = writeAll(descriptor, text)
             if failure == nil, let mode {
                 // An existing file keeps its mode (open's mode passed through the umask) and,
@@ -137,24 +139,13 @@ enum OutputWriter {
             }
             if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
             if close(descriptor) != 0, failure == nil { failure = String(cString: strerror(errno)) }
-            if let failure {
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(failure); no output file was changed")
-            }
+            if let failure { throw abandon(target.path, "\(failure); no output file was changed") }
         }
         for (target, text) in outputs where target.kind == .direct {
-            let descriptor = open(target.path, O_WRONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                let reason = String(cString: strerror(errno))
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(reason)")
-            }
+            let descriptor = try openForWriting(target.path, 0, shownAs: target.path)
             let failure = writeAll(descriptor, text)
             close(descriptor)
-            if let failure {
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(failure)")
-            }
+            if let failure { throw abandon(target.path, failure) }
         }
         for (index, item) in staged.enumerated() {
             guard rename(item.temporary, item.file) == 0 else {
