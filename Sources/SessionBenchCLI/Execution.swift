@@ -83,7 +83,8 @@ struct Execution {
         lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))
         for scenario in scenarios {
             let size =
-                scenario.isRoundBased ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
+                scenario.isRoundBased
+                ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
             lines.append("  \(scenario.name): \(scenario.tasks) callers, \(size), seed \(scenario.seed)")
         }
         return lines.joined(separator: "\n") + "\n"

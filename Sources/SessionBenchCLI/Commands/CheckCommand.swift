@@ -18,7 +18,9 @@ struct Check: AsyncParsableCommand {
     @Option(name: .long, help: "The thresholds file (JSON).")
     var thresholds: String
 
-    @Flag(name: .long, help: "Rewrite the thresholds file from this run, with headroom, for review; always exits 0 if it could run.")
+    @Flag(
+        name: .long,
+        help: "Rewrite the thresholds file from this run, with headroom, for review; always exits 0 if it could run.")
     var update = false
 
     @Option(name: .long, help: "Output format: table or json.")
@@ -35,7 +37,10 @@ struct Check: AsyncParsableCommand {
         if update {
             let target = try OutputTarget.plan(thresholds, option: "--thresholds")
             guard case .replace = target.kind else {
-                throw UsageError("--thresholds '\(Printable.name(thresholds))': --update rewrites a regular file; give the file's path")
+                throw UsageError(
+                    "--thresholds '\(Printable.name(thresholds))': "
+                        + "--update rewrites a regular file; give the file's path"
+                )
             }
         }
     }
@@ -61,8 +66,12 @@ struct Check: AsyncParsableCommand {
         let results = await execution.run(stores: stores, scenarios: scenarios)
 
         if update {
-            try OutputWriter.write([(try OutputTarget.plan(thresholds, option: "--thresholds"), file.updated(from: results).json())])
-            if !execution.quiet { Log.progress("wrote updated limits to \(thresholds); review the diff before committing") }
+            try OutputWriter.write([
+                (try OutputTarget.plan(thresholds, option: "--thresholds"), file.updated(from: results).json())
+            ])
+            if !execution.quiet {
+                Log.progress("wrote updated limits to \(thresholds); review the diff before committing")
+            }
             return
         }
         let outcomes = ThresholdCheck(thresholds: file, results: results).evaluate()

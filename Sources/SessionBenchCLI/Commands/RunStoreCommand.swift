@@ -16,7 +16,9 @@ struct RunStore: AsyncParsableCommand {
         do { plan = try JSONDecoder().decode(IsolatedRun.Plan.self, from: input) } catch {
             throw UsageError("run-store expects a plan as JSON on standard input: \(error)")
         }
-        guard let store = StoreRegistry.named(plan.store) else { throw UsageError("unknown store '\(Printable.name(plan.store))'") }
+        guard let store = StoreRegistry.named(plan.store) else {
+            throw UsageError("unknown store '\(Printable.name(plan.store))'")
+        }
         guard InputRange.hangTimeoutSeconds.contains(plan.hangTimeoutSeconds) else {
             throw UsageError("run-store: hangTimeoutSeconds must be \(InputRange.text(InputRange.hangTimeoutSeconds))")
         }
@@ -46,7 +48,8 @@ struct RunStore: AsyncParsableCommand {
 
     static func emit(_ result: ScenarioResult) {
         guard let json = try? JSONEncoder().encode(result) else { return }
-        FileHandle.standardOutput.write(Data((IsolatedRun.resultPrefix + String(decoding: json, as: UTF8.self) + "\n").utf8))
+        FileHandle.standardOutput.write(
+            Data((IsolatedRun.resultPrefix + String(decoding: json, as: UTF8.self) + "\n").utf8))
     }
 
     static func emitNotRun(_ scenarios: [Scenario], store: String, after hung: String) {

@@ -57,7 +57,10 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     /// The status an error ends the process with, and what is printed where.
     static func outcome(of error: Error) -> (status: Int32, text: Text?) {
         if let usage = error as? UsageError {
-            return (ExitStatus.usage.rawValue, .standardError("session-bench: error: \(Printable.name(usage.description, limit: 600))"))
+            return (
+                ExitStatus.usage.rawValue,
+                .standardError("session-bench: error: \(Printable.name(usage.description, limit: 600))")
+            )
         }
         let code = exitCode(for: error)
         if code == .success {

@@ -22,7 +22,10 @@ struct Stress: AsyncParsableCommand {
 
     @Option(
         name: .customLong("for"),
-        help: "Keep starting iterations until this much time has passed, up to 168h, e.g. 30s, 10m (at least one iteration runs).",
+        help: """
+            Keep starting iterations until this much time has passed, up to 168h, e.g. 30s, 10m (at least one \
+            iteration runs).
+            """,
         transform: ArgumentText.duration(InputRange.stressSeconds, rangeText: "1ns and 168h"))
     var timeLimit: DurationArgument?
 
@@ -98,8 +101,10 @@ struct Stress: AsyncParsableCommand {
     /// The `compare` command that runs exactly this store × scenario again.
     func reproduce(_ store: StoreDescriptor, _ scenario: Scenario) -> String {
         let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
-        var words = [program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
-            "--tasks", "\(scenario.tasks)"]
+        var words = [
+            program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
+            "--tasks", "\(scenario.tasks)",
+        ]
         if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
         if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
         if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }

@@ -18,7 +18,13 @@ struct Sweep: AsyncParsableCommand {
     @Option(name: .long, help: "What to vary: \(SweepParameter.allCases.map(\.rawValue).joined(separator: ", ")).")
     var parameter: SweepParameter
 
-    @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: system,jemalloc).")
+    @Option(
+        name: .long,
+        help: """
+            Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: \
+            system,jemalloc).
+            """
+    )
     var values: String
 
     @Option(
@@ -46,7 +52,8 @@ struct Sweep: AsyncParsableCommand {
         let runs = points.count * stores.count * passes
         guard InputRange.sweepRuns.contains(runs) else {
             throw ValidationError(
-                "this sweep would be \(runs) runs (values × stores × repeats); at most \(InputRange.sweepRuns.upperBound): give fewer values, stores or repeats")
+                "this sweep would be \(runs) runs (values × stores × repeats); "
+                    + "at most \(InputRange.sweepRuns.upperBound): give fewer values, stores or repeats")
         }
     }
 
@@ -66,17 +73,23 @@ struct Sweep: AsyncParsableCommand {
         guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
         var points: [Point] = []
         if parameter == .allocator {
-            if run.allocator != nil { throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator") }
+            if run.allocator != nil {
+                throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator")
+            }
             for allocator in try parsedAllocators() {
                 let setup = MeasuringSetup.chosen(allocator: allocator, counter: run.allocationCounter)
-                do { try setup.validate(inProcess: run.execution.inProcess) } catch { throw UsageError("--values: \(error.description)") }
+                do { try setup.validate(inProcess: run.execution.inProcess) } catch {
+                    throw UsageError("--values: \(error.description)")
+                }
                 let index = Double(AllocatorKind.allCases.firstIndex(of: allocator) ?? 0)
                 points.append(Point(value: index, label: allocator.rawValue, scenario: base, setup: setup))
             }
             return (stores, points)
         }
         for value in try parsedValues() where !points.contains(where: { $0.value == value }) {
-            do { points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup)) } catch {
+            do {
+                points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup))
+            } catch {
                 throw UsageError("--values: \(error)")
             }
         }
@@ -88,12 +101,16 @@ struct Sweep: AsyncParsableCommand {
         var allocators: [AllocatorKind] = []
         for part in values.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
             guard let allocator = AllocatorKind(rawValue: part) else {
+                let names = AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")
                 throw ValidationError(
-                    "--values: '\(Printable.name(part))' is not an allocator; give names from \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")), e.g. system,jemalloc")
+                    "--values: '\(Printable.name(part))' is not an allocator; "
+                        + "give names from \(names), e.g. system,jemalloc")
             }
             if !allocators.contains(allocator) { allocators.append(allocator) }
         }
-        guard !allocators.isEmpty else { throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc") }
+        guard !allocators.isEmpty else {
+            throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc")
+        }
         return allocators
     }
 
@@ -102,7 +119,9 @@ struct Sweep: AsyncParsableCommand {
         var parsed: [Double] = []
         for part in parts {
             guard let value = NumberText.decimal(part) else {
-                throw ValidationError("--values: '\(Printable.name(part))' is not a decimal number; give comma-separated numbers, e.g. 1,2,4")
+                throw ValidationError(
+                    "--values: '\(Printable.name(part))' is not a decimal number; "
+                        + "give comma-separated numbers, e.g. 1,2,4")
             }
             parsed.append(value)
         }
@@ -117,8 +136,8 @@ struct Sweep: AsyncParsableCommand {
         let execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
             print(
-                "sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
-                    + execution.plan(stores, points.map(\.scenario)), terminator: "")
+                "sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): "
+                    + "\(schedule.count) runs\n" + execution.plan(stores, points.map(\.scenario)), terminator: "")
             return
         }
         try run.place()
@@ -135,7 +154,8 @@ struct Sweep: AsyncParsableCommand {
             var result =
                 await execution.run(store: step.store, scenarios: [point.scenario], setup: point.setup).first
                 ?? IsolatedRun.failed(step.store, point.scenario, .error, "no result")
-            result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
+            result.sweep = SweepPoint(
+                parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
             results.append(result)
             let value = point.label ?? InputRange.text(step.value)
             progress.record("\(parameter.rawValue)=\(value) \(step.store.name): \(result.verdict.rawValue)")

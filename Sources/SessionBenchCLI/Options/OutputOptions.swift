@@ -14,8 +14,16 @@ struct OutputOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, any other --format; - writes --format to standard output.",
-            discussion: "Every file is written whole or not at all: to a temporary file beside it, renamed over it once all outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it points to replaced; a device or FIFO is written directly. The table still goes to standard output unless - is among the outputs."))
+            """
+            Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, \
+            any other --format; - writes --format to standard output.
+            """,
+            discussion: """
+                Every file is written whole or not at all: to a temporary file beside it, renamed over it once all \
+                outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it \
+                points to replaced; a device or FIFO is written directly. The table still goes to standard output \
+                unless - is among the outputs.
+                """))
     var output: [String] = []
 
     func validate() throws {
@@ -28,7 +36,10 @@ struct OutputOptions: ParsableArguments {
         for path in output {
             let target = try OutputTarget.plan(path)
             if let earlier = targets.first(where: { $0.writesSameFile(as: target) }) {
-                throw UsageError("--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; give each output once")
+                throw UsageError(
+                    "--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
+                        + "give each output once"
+                )
             }
             targets.append(target)
         }

@@ -89,7 +89,9 @@ struct RunOptions: ParsableArguments {
             let allowed = CPUPlacement.allowed
             if !allowed.isEmpty, let missing = cpus.first(where: { !allowed.contains($0) }) {
                 throw UsageError(
-                    "--cpus: CPU \(missing) is not one this process may use; give CPUs from \(CPUPlacement.text(allowed))")
+                    "--cpus: CPU \(missing) is not one this process may use; "
+                        + "give CPUs from \(CPUPlacement.text(allowed))"
+                )
             }
         }
     }
@@ -102,7 +104,9 @@ struct RunOptions: ParsableArguments {
 
     func resolvedStores() throws(UsageError) -> [StoreDescriptor] {
         let names = Self.names(in: stores.map { [$0] } ?? [])
-        if stores != nil, names.isEmpty { throw UsageError("--stores needs at least one name (see 'session-bench list')") }
+        if stores != nil, names.isEmpty {
+            throw UsageError("--stores needs at least one name (see 'session-bench list')")
+        }
         return try StoreRegistry.resolve(names, includeBroken: includeBroken)
     }
 
@@ -116,6 +120,8 @@ struct RunOptions: ParsableArguments {
 
     /// The names in comma-separated lists, trimmed, empty ones left out.
     private static func names(in lists: [String]) -> [String] {
-        lists.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        lists.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
     }
 }
