@@ -67,8 +67,7 @@ struct MeasuringSetup: Sendable, Hashable {
                 throw UsageError(
                     "LD_PRELOAD names '\(Printable.name(foreign))': the measuring processes get their allocator from "
                         + "--allocator (system or jemalloc); unset LD_PRELOAD, or run with --in-process to measure "
-                        + "under it"
-                )
+                        + "under it")
             }
         }
         if inProcess, AllocationCounter.allocator != allocator {

@@ -97,8 +97,7 @@ struct OutputTarget: Sendable, Equatable {
         guard descriptor >= 0 else {
             throw refuse(
                 "cannot create files in '\(Printable.name(directory))' (\(String(cString: strerror(errno)))); "
-                    + "choose another path"
-            )
+                    + "choose another path")
         }
         close(descriptor)
         unlink(probe)

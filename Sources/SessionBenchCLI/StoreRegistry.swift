@@ -25,8 +25,7 @@ public enum StoreRegistry {
             guard let store = named(name) else {
                 throw UsageError(
                     "unknown store '\(Printable.name(name))'; known: \(all.map(\.name).joined(separator: ", ")) "
-                        + "(see 'session-bench list')"
-                )
+                        + "(see 'session-bench list')")
             }
             if !stores.contains(store) { stores.append(store) }
         }

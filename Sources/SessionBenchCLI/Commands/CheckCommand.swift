@@ -39,8 +39,7 @@ struct Check: AsyncParsableCommand {
             guard case .replace = target.kind else {
                 throw UsageError(
                     "--thresholds '\(Printable.name(thresholds))': "
-                        + "--update rewrites a regular file; give the file's path"
-                )
+                        + "--update rewrites a regular file; give the file's path")
             }
         }
     }
@@ -92,9 +91,8 @@ struct Check: AsyncParsableCommand {
         for run: Thresholds.RunPlan
     ) throws(UsageError) -> (stores: [StoreDescriptor], scenarios: [Scenario], setup: MeasuringSetup) {
         let setup = MeasuringSetup.chosen(allocator: run.allocator, counter: run.allocationCounter)
-        let overrides = ScenarioOverrides(
-            tasks: run.tasks, duration: run.duration.flatMap(DurationArgument.init)?.duration, rounds: run.rounds,
-            seed: run.seed)
+        let duration = run.duration.flatMap(DurationText.seconds).map(DurationText.duration(seconds:))
+        let overrides = ScenarioOverrides(tasks: run.tasks, duration: duration, rounds: run.rounds, seed: run.seed)
         do {
             try setup.validate(inProcess: execution.inProcess)
             let stores = try StoreRegistry.resolve(run.stores, includeBroken: false)

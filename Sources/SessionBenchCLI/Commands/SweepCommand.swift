@@ -23,8 +23,7 @@ struct Sweep: AsyncParsableCommand {
         help: """
             Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: \
             system,jemalloc).
-            """
-    )
+            """)
     var values: String
 
     @Option(

@@ -38,8 +38,7 @@ struct OutputOptions: ParsableArguments {
             if let earlier = targets.first(where: { $0.writesSameFile(as: target) }) {
                 throw UsageError(
                     "--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
-                        + "give each output once"
-                )
+                        + "give each output once")
             }
             targets.append(target)
         }

@@ -90,8 +90,7 @@ struct RunOptions: ParsableArguments {
             if !allowed.isEmpty, let missing = cpus.first(where: { !allowed.contains($0) }) {
                 throw UsageError(
                     "--cpus: CPU \(missing) is not one this process may use; "
-                        + "give CPUs from \(CPUPlacement.text(allowed))"
-                )
+                        + "give CPUs from \(CPUPlacement.text(allowed))")
             }
         }
     }
