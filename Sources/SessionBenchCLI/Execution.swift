@@ -3,44 +3,116 @@ import SessionBench
 import SessionContract
 import Synchronization
 
-/// Runs stores × scenarios, isolated or in process, printing a progress line per result.
+/// Runs stores through scenarios: each store in a measuring process of its own, or every
+/// store in this process with `--in-process`. The one way `compare`, `stress`, `sweep` and
+/// `check` run a store.
 struct Execution {
-    let stores: [StoreDescriptor]
-    let scenarios: [Scenario]
-    let options: RunOptions
-    let quiet: Bool
+    /// Seconds a call may take before the store counts as hung.
+    var hangTimeout: Double
+    var inProcess: Bool
+    /// The allocator and allocation counter of the measuring processes.
+    var setup: MeasuringSetup
+    /// No numbered progress line per result.
+    var quiet: Bool
 
-    func run() async -> [ScenarioResult] {
-        let total = stores.count * scenarios.count
-        let done = Mutex(0)
-        let started = ContinuousClock.now
-        let progress: @Sendable (ScenarioResult) -> Void = { result in
-            let index = done.withLock { count in
-                count += 1
-                return count
-            }
-            guard !quiet else { return }
-            let elapsed = (ContinuousClock.now - started).secondsValue
-            Log.progress(
-                "[\(index)/\(total)] \(result.store) × \(result.scenario): \(result.verdict.rawValue)"
-                    + String(format: "  (%.1fs)", elapsed))
-        }
+    init(_ options: ExecutionOptions, setup: MeasuringSetup) {
+        hangTimeout = options.hangTimeout
+        inProcess = options.inProcess
+        self.setup = setup
+        quiet = options.quiet
+    }
+
+    /// Every store through every scenario, store by store, with a numbered progress line per
+    /// result unless `quiet`.
+    func run(stores: [StoreDescriptor], scenarios: [Scenario]) async -> [ScenarioResult] {
+        let progress = ProgressLines(total: stores.count * scenarios.count, quiet: quiet)
         var results: [ScenarioResult] = []
-        // In process, this process is the measuring one: it counts with the chosen counter.
-        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
         for store in stores {
-            if options.inProcess {
-                for scenario in scenarios {
-                    let result = await options.runner.run(store, scenario)
-                    progress(result)
-                    results.append(result)
-                }
-            } else {
-                results += await IsolatedRun.run(
-                    store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, setup: options.setup, progress: progress)
+            results += await run(store: store, scenarios: scenarios) { result in
+                progress.record("\(result.store) × \(result.scenario): \(result.verdict.rawValue)")
             }
         }
         return results
+    }
+
+    /// `store` through `scenarios` in order, one result per scenario; `progress` hears each
+    /// result as it arrives. Isolated, one measuring process runs all of `scenarios`, started
+    /// with `setup` (by default the run's own).
+    func run(
+        store: StoreDescriptor, scenarios: [Scenario], setup: MeasuringSetup? = nil,
+        progress: @escaping @Sendable (ScenarioResult) -> Void = { _ in }
+    ) async -> [ScenarioResult] {
+        let setup = setup ?? self.setup
+        guard inProcess else {
+            return await IsolatedRun.run(
+                store: store, scenarios: scenarios, hangTimeout: hangTimeout, setup: setup, progress: progress)
+        }
+        // In process, this process is the measuring one: it counts with the chosen counter.
+        setenv(AllocationCounter.counterVariable, setup.counter.rawValue, 1)
+        var results: [ScenarioResult] = []
+        for scenario in scenarios {
+            let result = await runner.run(store, scenario)
+            progress(result)
+            results.append(result)
+        }
+        return results
+    }
+
+    /// The in-process runner. A store that blocks every thread of the cooperative pool
+    /// leaves nothing to run the rest: the verdict is printed and the process exits.
+    private var runner: ScenarioRunner {
+        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
+        runner.onStarvation = { hung in
+            let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
+            print(report.table(), terminator: "")
+            Log.progress(
+                "session-bench: the store blocked every thread of the cooperative pool; stopping "
+                    + "(run without --in-process to go on with the other stores)")
+            Foundation.exit(ExitStatus.failed.rawValue)
+        }
+        return runner
+    }
+
+    /// What a dry run prints: the stores and each scenario's parameters, one per line.
+    func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario]) -> String {
+        var lines = [
+            "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), "
+                + "hang timeout \(InputRange.text(hangTimeout))s, allocator \(setup.allocator.rawValue), "
+                + "allocations counted by the \(setup.counter.rawValue)"
+        ]
+        lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))
+        for scenario in scenarios {
+            let size =
+                scenario.isRoundBased
+                ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
+            lines.append("  \(scenario.name): \(scenario.tasks) callers, \(size), seed \(scenario.seed)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Numbered progress lines on standard error, timed from when it is made:
+/// `[3/64] mutex × expiry-storm: pass  (1.2s)`.
+final class ProgressLines: Sendable {
+    private let total: Int
+    private let quiet: Bool
+    private let started = ContinuousClock.now
+    private let done = Mutex(0)
+
+    init(total: Int, quiet: Bool) {
+        self.total = total
+        self.quiet = quiet
+    }
+
+    /// Counts one more result and, unless quiet, prints `what` with its number and the time.
+    func record(_ what: String) {
+        let index = done.withLock { count in
+            count += 1
+            return count
+        }
+        guard !quiet else { return }
+        let elapsed = (ContinuousClock.now - started).secondsValue
+        Log.progress("[\(index)/\(total)] \(what)" + String(format: "  (%.1fs)", elapsed))
     }
 }
 

@@ -23,13 +23,20 @@ struct MeasuringSetup: Sendable, Hashable {
         allocator == .jemalloc ? .jemalloc : .interposer
     }
 
+    /// The allocator named, else the system's, counted by the counter named, else the
+    /// allocator's own.
+    static func chosen(allocator: AllocatorKind?, counter: AllocationCounterKind?) -> MeasuringSetup {
+        let allocator = allocator ?? .system
+        return MeasuringSetup(allocator: allocator, counter: counter ?? defaultCounter(for: allocator))
+    }
+
     /// Checks that this setup can be had here; the message says how to get it.
     func validate(inProcess: Bool) throws(UsageError) {
         if counter == .interposer, allocator == .jemalloc {
             throw UsageError(
-                "--allocation-counter interposer cannot count over jemalloc (malloc-interposer 1.6.1 reads memory before "
-                    + "jemalloc's aligned blocks and crashes the process); with --allocator jemalloc, counts come from "
-                    + "jemalloc's own statistics (the default)")
+                "--allocation-counter interposer cannot count over jemalloc (malloc-interposer 1.6.1 reads "
+                    + "memory before jemalloc's aligned blocks and crashes the process); with --allocator jemalloc, "
+                    + "counts come from jemalloc's own statistics (the default)")
         }
         if counter == .jemalloc, allocator != .jemalloc {
             throw UsageError(
@@ -42,7 +49,9 @@ struct MeasuringSetup: Sendable, Hashable {
                     + "or set SESSION_BENCH_JEMALLOC to its path")
         }
         if !inProcess {
-            for (name, path) in [("SESSION_BENCH_INTERPOSER", Self.interposerPath), ("SESSION_BENCH_JEMALLOC", Self.jemallocPath)] {
+            for (name, path) in [
+                ("SESSION_BENCH_INTERPOSER", Self.interposerPath), ("SESSION_BENCH_JEMALLOC", Self.jemallocPath),
+            ] {
                 guard let path else { continue }
                 guard FileManager.default.fileExists(atPath: path), !path.contains(":"), !path.contains(" ") else {
                     throw UsageError(
@@ -57,7 +66,8 @@ struct MeasuringSetup: Sendable, Hashable {
             if let foreign = inherited.first(where: { !Self.isOurs($0) }) {
                 throw UsageError(
                     "LD_PRELOAD names '\(Printable.name(foreign))': the measuring processes get their allocator from "
-                        + "--allocator (system or jemalloc); unset LD_PRELOAD, or run with --in-process to measure under it")
+                        + "--allocator (system or jemalloc); unset LD_PRELOAD, or run with --in-process to measure "
+                        + "under it")
             }
         }
         if inProcess, AllocationCounter.allocator != allocator {
@@ -69,7 +79,8 @@ struct MeasuringSetup: Sendable, Hashable {
 
     /// The measuring process's environment: `base`, with the allocator and counter preloaded.
     func environment(
-        base: [String: String], interposer: String? = MeasuringSetup.interposerPath, jemalloc: String? = MeasuringSetup.jemallocPath
+        base: [String: String], interposer: String? = MeasuringSetup.interposerPath,
+        jemalloc: String? = MeasuringSetup.jemallocPath
     ) -> [String: String] {
         var environment = base
         var preload: [String] = []
@@ -83,7 +94,9 @@ struct MeasuringSetup: Sendable, Hashable {
             environment["MALLOC_CONF"] = [base["MALLOC_CONF"], "tcache:false"].compactMap { $0 }.joined(separator: ",")
         }
         // What is already there (the interposer or jemalloc, as `validate` allows) comes after.
-        if let existing = base["LD_PRELOAD"], !existing.isEmpty, !preload.contains(existing) { preload.append(existing) }
+        if let existing = base["LD_PRELOAD"], !existing.isEmpty, !preload.contains(existing) {
+            preload.append(existing)
+        }
         if !preload.isEmpty { environment["LD_PRELOAD"] = preload.joined(separator: ":") }
         environment[AllocationCounter.counterVariable] = counter.rawValue
         return environment

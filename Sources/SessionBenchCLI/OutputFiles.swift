@@ -39,27 +39,36 @@ struct OutputTarget: Sendable, Equatable {
         if lstat(path, &linkInfo) == 0 {
             let isLink = linkInfo.st_mode & S_IFMT == S_IFLNK
             guard stat(path, &info) == 0 else {
-                throw refuse(isLink ? "is a symbolic link to a missing file; give the file itself" : String(cString: strerror(errno)))
+                throw refuse(
+                    isLink
+                        ? "is a symbolic link to a missing file; give the file itself"
+                        : String(cString: strerror(errno)))
             }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
                 throw refuse("is a directory; give a file path")
             case S_IFCHR, S_IFIFO:
-                guard access(path, W_OK) == 0 else { throw refuse("cannot be written (\(String(cString: strerror(errno))))") }
+                guard access(path, W_OK) == 0 else {
+                    throw refuse("cannot be written (\(String(cString: strerror(errno))))")
+                }
                 return OutputTarget(path: path, kind: .direct)
             case S_IFREG:
                 guard info.st_nlink <= 1 else {
-                    throw refuse("has \(info.st_nlink) hard links, which replacing it would split; give a path with one link")
+                    throw refuse(
+                        "has \(info.st_nlink) hard links, which replacing it would split; give a path with one link")
                 }
                 guard let file = isLink ? realPath(path) : path else { throw refuse("cannot follow the symbolic link") }
                 try checkDirectory(of: file, refuse)
                 return OutputTarget(
-                    path: path, kind: .replace(file: file, mode: info.st_mode & 0o7777, owner: info.st_uid, group: info.st_gid))
+                    path: path,
+                    kind: .replace(file: file, mode: info.st_mode & 0o7777, owner: info.st_uid, group: info.st_gid))
             default:
                 throw refuse("is not a regular file, a character device or a FIFO")
             }
         }
-        if linkInfo.st_mode & S_IFMT == S_IFLNK { throw refuse("is a symbolic link to a missing file; give the file itself") }
+        if linkInfo.st_mode & S_IFMT == S_IFLNK {
+            throw refuse("is a symbolic link to a missing file; give the file itself")
+        }
         try checkDirectory(of: path, refuse)
         return OutputTarget(path: path, kind: .replace(file: path, mode: nil, owner: nil, group: nil))
     }
@@ -86,7 +95,9 @@ struct OutputTarget: Sendable, Equatable {
         let probe = OutputWriter.temporaryPath(in: directory)
         let descriptor = open(probe, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw refuse("cannot create files in '\(Printable.name(directory))' (\(String(cString: strerror(errno)))); choose another path")
+            throw refuse(
+                "cannot create files in '\(Printable.name(directory))' (\(String(cString: strerror(errno)))); "
+                    + "choose another path")
         }
         close(descriptor)
         unlink(probe)
@@ -110,11 +121,20 @@ enum OutputWriter {
 
     static func write(_ outputs: [(target: OutputTarget, text: String)]) throws(UsageError) {
         var staged: [(temporary: String, file: String, path: String)] = []
-        func abandon() {
+        /// Removes every temporary file; the error that says why `path` could not be written.
+        func abandon(_ path: String, _ reason: String) -> UsageError {
             for item in staged {
                 unlink(item.temporary)
                 ProcessGuard.untrack(temporary: item.temporary)
             }
+            return UsageError("cannot write '\(Printable.name(path))': \(reason)")
+        }
+        func openForWriting(_ file: String, _ flags: Int32, mode: mode_t = 0, shownAs path: String) throws(UsageError)
+            -> Int32
+        {
+            let descriptor = open(file, flags | O_WRONLY | O_CLOEXEC, mode)
+            guard descriptor >= 0 else { throw abandon(path, String(cString: strerror(errno))) }
+            return descriptor
         }
         for (target, text) in outputs {
             guard case .replace(let file, let mode, let owner, let group) = target.kind else { continue }
@@ -122,39 +142,25 @@ enum OutputWriter {
             let temporary = temporaryPath(in: directory)
             ProcessGuard.track(temporary: temporary)
             staged.append((temporary, file, target.path))
-            let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode ?? 0o666)
-            guard descriptor >= 0 else {
-                let reason = String(cString: strerror(errno))
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(reason)")
-            }
+            let descriptor = try openForWriting(temporary, O_CREAT | O_EXCL, mode: mode ?? 0o666, shownAs: target.path)
             var failure = writeAll(descriptor, text)
             if failure == nil, let mode {
                 // An existing file keeps its mode (open's mode passed through the umask) and,
                 // where this user may set it, its owner.
                 if fchmod(descriptor, mode) != 0 { failure = String(cString: strerror(errno)) }
-                if let owner, let group, owner != geteuid() || group != getegid() { _ = fchown(descriptor, owner, group) }
+                if let owner, let group, owner != geteuid() || group != getegid() {
+                    _ = fchown(descriptor, owner, group)
+                }
             }
             if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
             if close(descriptor) != 0, failure == nil { failure = String(cString: strerror(errno)) }
-            if let failure {
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(failure); no output file was changed")
-            }
+            if let failure { throw abandon(target.path, "\(failure); no output file was changed") }
         }
         for (target, text) in outputs where target.kind == .direct {
-            let descriptor = open(target.path, O_WRONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                let reason = String(cString: strerror(errno))
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(reason)")
-            }
+            let descriptor = try openForWriting(target.path, 0, shownAs: target.path)
             let failure = writeAll(descriptor, text)
             close(descriptor)
-            if let failure {
-                abandon()
-                throw UsageError("cannot write '\(Printable.name(target.path))': \(failure)")
-            }
+            if let failure { throw abandon(target.path, failure) }
         }
         for (index, item) in staged.enumerated() {
             guard rename(item.temporary, item.file) == 0 else {
@@ -180,7 +186,9 @@ enum OutputWriter {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            let written = bytes.withUnsafeBytes {
+                Foundation.write(descriptor, $0.baseAddress! + offset, bytes.count - offset)
+            }
             if written < 0 {
                 if errno == EINTR { continue }
                 return String(cString: strerror(errno))
@@ -191,7 +199,8 @@ enum OutputWriter {
     }
 
     private static func syncDirectory(of file: String) {
-        let descriptor = open(URL(fileURLWithPath: file).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let descriptor = open(
+            URL(fileURLWithPath: file).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { return }
         fsync(descriptor)
         close(descriptor)
@@ -202,8 +211,12 @@ extension OutputTarget {
     /// Whether both write one file (two names of it, or a link and its target).
     func writesSameFile(as other: OutputTarget) -> Bool {
         if kind == .standardOutput || other.kind == .standardOutput { return kind == other.kind }
-        var mine = stat(), theirs = stat()
-        if stat(path, &mine) == 0, stat(other.path, &theirs) == 0 { return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino }
-        return URL(fileURLWithPath: path).standardizedFileURL.path == URL(fileURLWithPath: other.path).standardizedFileURL.path
+        var mine = stat()
+        var theirs = stat()
+        if stat(path, &mine) == 0, stat(other.path, &theirs) == 0 {
+            return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino
+        }
+        return URL(fileURLWithPath: path).standardizedFileURL.path
+            == URL(fileURLWithPath: other.path).standardizedFileURL.path
     }
 }

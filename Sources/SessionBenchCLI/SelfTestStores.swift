@@ -12,14 +12,20 @@ enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
 
     static let all: [StoreDescriptor] = [
-        StoreDescriptor(name: "crashes-on-expiry", summary: "traps when a refresh is needed (self-test)", isReferenceBroken: true) {
+        StoreDescriptor(
+            name: "crashes-on-expiry", summary: "traps when a refresh is needed (self-test)", isReferenceBroken: true
+        ) {
             ExpiryTrap(configuration: $0, behaviour: .crash)
         },
-        StoreDescriptor(name: "hangs-on-expiry", summary: "never answers when a refresh is needed (self-test)", isReferenceBroken: true) {
+        StoreDescriptor(
+            name: "hangs-on-expiry", summary: "never answers when a refresh is needed (self-test)",
+            isReferenceBroken: true
+        ) {
             ExpiryTrap(configuration: $0, behaviour: .hang)
         },
         StoreDescriptor(
-            name: "semaphore-refresh", summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
+            name: "semaphore-refresh",
+            summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
             isReferenceBroken: true
         ) { SemaphoreRefreshStore(configuration: $0) },
         StoreDescriptor(
@@ -49,7 +55,9 @@ private final class AllocatingStore: SessionStore {
         return try await inner.validToken()
     }
 
-    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await inner.tokenRejected(token) }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        try await inner.tokenRejected(token)
+    }
     func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
     func signOut() async { await inner.signOut() }
 }

@@ -23,7 +23,9 @@ public enum StoreRegistry {
         var stores: [StoreDescriptor] = []
         for name in names {
             guard let store = named(name) else {
-                throw UsageError("unknown store '\(Printable.name(name))'; known: \(all.map(\.name).joined(separator: ", ")) (see 'session-bench list')")
+                throw UsageError(
+                    "unknown store '\(Printable.name(name))'; known: \(all.map(\.name).joined(separator: ", ")) "
+                        + "(see 'session-bench list')")
             }
             if !stores.contains(store) { stores.append(store) }
         }

@@ -77,8 +77,8 @@ struct InputFuzzTests {
                 #expect(InputRange.tasks.contains(scenario.tasks) && InputRange.rounds.contains(scenario.rounds), "\(arguments)")
                 #expect(InputRange.durationSeconds.contains(scenario.duration.secondsValue), "\(arguments)")
             }
-            #expect(InputRange.hangTimeoutSeconds.contains(options.hangTimeout))
-            let budget = IsolatedRun.budget(for: scenarios, hangTimeout: options.hangTimeout)
+            #expect(InputRange.hangTimeoutSeconds.contains(options.execution.hangTimeout))
+            let budget = IsolatedRun.budget(for: scenarios, hangTimeout: options.execution.hangTimeout)
             #expect(budget > .zero && budget < .seconds(1e9), "\(arguments)")
         }
         #expect(accepted > 50, "the generator reaches valid command lines too (\(accepted))")

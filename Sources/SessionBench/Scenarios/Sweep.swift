@@ -36,8 +36,7 @@ public enum SweepParameter: String, Sendable, Codable, CaseIterable {
             guard value >= 1, value <= Double(InputRange.tasks.upperBound), value == value.rounded() else {
                 throw .invalid("tasks must be whole numbers \(InputRange.text(InputRange.tasks)) (got \(InputRange.text(value)))")
             }
-            scenario.tasks = Int(value)
-            scenario.accounts = min(scenario.accounts, scenario.tasks)
+            scenario = ScenarioOverrides(tasks: Int(value)).applied(to: scenario)
         case .readersPerWriter:
             guard scenario.kind == .steadyReads else { throw .invalid("readers-per-writer applies to steady-reads only") }
             guard value >= 1, value <= Double(InputRange.readersPerWriter.upperBound), value == value.rounded() else {

@@ -14,12 +14,17 @@ struct OutputOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, any other --format; - writes --format to standard output.",
-            discussion: "Every file is written whole or not at all: to a temporary file beside it, renamed over it once all outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it points to replaced; a device or FIFO is written directly. The table still goes to standard output unless - is among the outputs."))
+            """
+            Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, \
+            any other --format; - writes --format to standard output.
+            """,
+            discussion: """
+                Every file is written whole or not at all: to a temporary file beside it, renamed over it once all \
+                outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it \
+                points to replaced; a device or FIFO is written directly. The table still goes to standard output \
+                unless - is among the outputs.
+                """))
     var output: [String] = []
-
-    @Flag(name: .long, help: "No progress lines on standard error.")
-    var quiet = false
 
     func validate() throws {
         _ = try targets()
@@ -31,7 +36,9 @@ struct OutputOptions: ParsableArguments {
         for path in output {
             let target = try OutputTarget.plan(path)
             if let earlier = targets.first(where: { $0.writesSameFile(as: target) }) {
-                throw UsageError("--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; give each output once")
+                throw UsageError(
+                    "--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
+                        + "give each output once")
             }
             targets.append(target)
         }
@@ -51,8 +58,9 @@ struct OutputOptions: ParsableArguments {
 
 extension OutputOptions {
     /// Renders `report` in the chosen format to `--output` (atomically) or standard output.
-    /// With `--output`, the table still goes to standard output for the person watching.
-    func emit(_ report: ResultsReport, table: (ResultsReport) -> String = { $0.table() }) throws {
+    /// With `--output`, the table still goes to standard output for the person watching;
+    /// unless `quiet`, a line on standard error names each file written.
+    func emit(_ report: ResultsReport, quiet: Bool, table: (ResultsReport) -> String = { $0.table() }) throws {
         func render(_ format: Format) throws -> String {
             switch format {
             case .table: table(report)

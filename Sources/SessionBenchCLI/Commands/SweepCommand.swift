@@ -18,7 +18,12 @@ struct Sweep: AsyncParsableCommand {
     @Option(name: .long, help: "What to vary: \(SweepParameter.allCases.map(\.rawValue).joined(separator: ", ")).")
     var parameter: SweepParameter
 
-    @Option(name: .long, help: "Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: system,jemalloc).")
+    @Option(
+        name: .long,
+        help: """
+            Comma-separated values, e.g. 1,2,4,8 (milliseconds for latency and lifetime; names for allocator: \
+            system,jemalloc).
+            """)
     var values: String
 
     @Option(
@@ -46,7 +51,8 @@ struct Sweep: AsyncParsableCommand {
         let runs = points.count * stores.count * passes
         guard InputRange.sweepRuns.contains(runs) else {
             throw ValidationError(
-                "this sweep would be \(runs) runs (values × stores × repeats); at most \(InputRange.sweepRuns.upperBound): give fewer values, stores or repeats")
+                "this sweep would be \(runs) runs (values × stores × repeats); "
+                    + "at most \(InputRange.sweepRuns.upperBound): give fewer values, stores or repeats")
         }
     }
 
@@ -66,18 +72,23 @@ struct Sweep: AsyncParsableCommand {
         guard let base = try options.resolvedScenarios().first else { throw UsageError("no scenario to sweep") }
         var points: [Point] = []
         if parameter == .allocator {
-            if run.allocator != nil { throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator") }
+            if run.allocator != nil {
+                throw ValidationError("--allocator: a sweep over the allocator sets it at each point; drop --allocator")
+            }
             for allocator in try parsedAllocators() {
-                let setup = MeasuringSetup(
-                    allocator: allocator, counter: run.allocationCounter ?? MeasuringSetup.defaultCounter(for: allocator))
-                do { try setup.validate(inProcess: run.inProcess) } catch { throw UsageError("--values: \(error.description)") }
+                let setup = MeasuringSetup.chosen(allocator: allocator, counter: run.allocationCounter)
+                do { try setup.validate(inProcess: run.execution.inProcess) } catch {
+                    throw UsageError("--values: \(error.description)")
+                }
                 let index = Double(AllocatorKind.allCases.firstIndex(of: allocator) ?? 0)
                 points.append(Point(value: index, label: allocator.rawValue, scenario: base, setup: setup))
             }
             return (stores, points)
         }
         for value in try parsedValues() where !points.contains(where: { $0.value == value }) {
-            do { points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup)) } catch {
+            do {
+                points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup))
+            } catch {
                 throw UsageError("--values: \(error)")
             }
         }
@@ -89,12 +100,16 @@ struct Sweep: AsyncParsableCommand {
         var allocators: [AllocatorKind] = []
         for part in values.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
             guard let allocator = AllocatorKind(rawValue: part) else {
+                let names = AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")
                 throw ValidationError(
-                    "--values: '\(Printable.name(part))' is not an allocator; give names from \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")), e.g. system,jemalloc")
+                    "--values: '\(Printable.name(part))' is not an allocator; "
+                        + "give names from \(names), e.g. system,jemalloc")
             }
             if !allocators.contains(allocator) { allocators.append(allocator) }
         }
-        guard !allocators.isEmpty else { throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc") }
+        guard !allocators.isEmpty else {
+            throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc")
+        }
         return allocators
     }
 
@@ -103,7 +118,9 @@ struct Sweep: AsyncParsableCommand {
         var parsed: [Double] = []
         for part in parts {
             guard let value = NumberText.decimal(part) else {
-                throw ValidationError("--values: '\(Printable.name(part))' is not a decimal number; give comma-separated numbers, e.g. 1,2,4")
+                throw ValidationError(
+                    "--values: '\(Printable.name(part))' is not a decimal number; "
+                        + "give comma-separated numbers, e.g. 1,2,4")
             }
             parsed.append(value)
         }
@@ -113,45 +130,37 @@ struct Sweep: AsyncParsableCommand {
 
     mutating func run() async throws {
         let (stores, points) = try plan()
-        let options = run
         let base = points[0].scenario
         let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
+        let execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
-            print("sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): \(schedule.count) runs\n"
-                + RunOptions.plan(stores, points.map(\.scenario), hangTimeout: run.hangTimeout, setup: run.setup), terminator: "")
+            print(
+                "sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): "
+                    + "\(schedule.count) runs\n" + execution.plan(stores, points.map(\.scenario)), terminator: "")
             return
         }
         try run.place()
-        if !output.quiet {
+        if !run.execution.quiet {
+            let values = points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")
             Log.progress(
-                "session-bench sweep: \(parameter.rawValue) over \(points.map { $0.label ?? InputRange.text($0.value) }.joined(separator: ",")) in \(base.name), "
+                "session-bench sweep: \(parameter.rawValue) over \(values) in \(base.name), "
                     + "\(stores.count) store(s), \(passes) repeat(s), seed \(base.seed): \(schedule.count) runs")
         }
         var results: [ScenarioResult] = []
-        if options.inProcess { setenv(AllocationCounter.counterVariable, options.setup.counter.rawValue, 1) }
-        let started = ContinuousClock.now
-        for (index, step) in schedule.enumerated() {
+        let progress = ProgressLines(total: schedule.count, quiet: run.execution.quiet)
+        for step in schedule {
             let point = points.first { $0.value == step.value }!
-            let scenario = point.scenario
-            var result: ScenarioResult
-            if options.inProcess {
-                result = await options.runner.run(step.store, scenario)
-            } else {
-                result = await IsolatedRun.run(
-                    store: step.store, scenarios: [scenario], hangTimeout: options.hangTimeout, setup: point.setup
-                ) { _ in }
-                .first ?? IsolatedRun.failed(step.store, scenario, .error, "no result")
-            }
-            result.sweep = SweepPoint(parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
+            var result =
+                await execution.run(store: step.store, scenarios: [point.scenario], setup: point.setup).first
+                ?? IsolatedRun.failed(step.store, point.scenario, .error, "no result")
+            result.sweep = SweepPoint(
+                parameter: parameter, value: step.value, repeatIndex: step.repeatIndex, label: point.label)
             results.append(result)
-            if !output.quiet {
-                Log.progress(
-                    "[\(index + 1)/\(schedule.count)] \(parameter.rawValue)=\(point.label ?? InputRange.text(step.value)) "
-                        + "\(step.store.name): \(result.verdict.rawValue)  (\(String(format: "%.1f", (ContinuousClock.now - started).secondsValue))s)")
-            }
+            let value = point.label ?? InputRange.text(step.value)
+            progress.record("\(parameter.rawValue)=\(value) \(step.store.name): \(result.verdict.rawValue)")
         }
         let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
-        try output.emit(report) { [baseline] in $0.sweepTable(baseline: baseline) }
+        try output.emit(report, quiet: run.execution.quiet) { [baseline] in $0.sweepTable(baseline: baseline) }
         if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }

@@ -26,15 +26,11 @@ enum ArgumentText {
     }
 
     static func whole(_ range: ClosedRange<Int>) -> @Sendable (String) throws -> Int {
-        { text in
-            guard let value = NumberText.unsigned(text) else {
-                throw Invalid(description: "give a whole number in decimal digits, \(InputRange.text(range))")
-            }
-            guard value >= UInt64(range.lowerBound), value <= UInt64(range.upperBound) else {
-                throw Invalid(description: "must be \(InputRange.text(range))")
-            }
-            return Int(value)
-        }
+        let read = checked(
+            { NumberText.unsigned($0) }, unreadable: "give a whole number in decimal digits, \(InputRange.text(range))",
+            accepts: { $0 >= UInt64(range.lowerBound) && $0 <= UInt64(range.upperBound) },
+            outside: "must be \(InputRange.text(range))")
+        return { text in Int(try read(text)) }
     }
 
     static func seed(_ text: String) throws -> UInt64 {
@@ -45,29 +41,38 @@ enum ArgumentText {
     }
 
     static func decimal(_ range: ClosedRange<Double>, unit: String) -> @Sendable (String) throws -> Double {
-        { text in
-            guard let value = NumberText.decimal(text) else {
-                throw Invalid(description: "give a decimal number of \(unit), \(InputRange.text(range))")
-            }
-            guard range.contains(value) else { throw Invalid(description: "must be \(InputRange.text(range)) \(unit)") }
-            return value
-        }
+        checked(
+            { NumberText.decimal($0) }, unreadable: "give a decimal number of \(unit), \(InputRange.text(range))",
+            accepts: { range.contains($0) }, outside: "must be \(InputRange.text(range)) \(unit)")
     }
 
     /// A list of CPU numbers: `0`, `0,1`, `0-3,6`.
     static func cpus(_ text: String) throws -> [Int] {
         guard let cpus = CPUPlacement.parse(text) else {
-            throw Invalid(description: "give CPU numbers separated by commas, or ranges, e.g. 0 or 0,1 or 0-3 (see nproc)")
+            throw Invalid(
+                description: "give CPU numbers separated by commas, or ranges, e.g. 0 or 0,1 or 0-3 (see nproc)")
         }
         return cpus
     }
 
     /// A duration within `range` seconds; `rangeText` says it as people would (`1ms and 1h`).
-    static func duration(_ range: ClosedRange<Double>, rangeText: String) -> @Sendable (String) throws -> DurationArgument {
+    static func duration(
+        _ range: ClosedRange<Double>, rangeText: String
+    ) -> @Sendable (String) throws -> DurationArgument {
+        checked(
+            { DurationArgument($0) }, unreadable: "give \(DurationText.help)",
+            accepts: { range.contains($0.seconds) }, outside: "must be between \(rangeText)")
+    }
+
+    /// Reads a value with `read` and holds it to `accepts`; each refusal says what to give.
+    private static func checked<Value>(
+        _ read: @escaping @Sendable (String) -> Value?, unreadable: String,
+        accepts: @escaping @Sendable (Value) -> Bool, outside: String
+    ) -> @Sendable (String) throws -> Value {
         { text in
-            guard let duration = DurationArgument(text) else { throw Invalid(description: "give \(DurationText.help)") }
-            guard range.contains(duration.seconds) else { throw Invalid(description: "must be between \(rangeText)") }
-            return duration
+            guard let value = read(text) else { throw Invalid(description: unreadable) }
+            guard accepts(value) else { throw Invalid(description: outside) }
+            return value
         }
     }
 }

@@ -39,7 +39,8 @@ enum IsolatedRun {
         let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout)
         let child: Child
         do {
-            child = try Child.spawn(executable: executablePath, arguments: ["run-store"], environment: childEnvironment(setup))
+            child = try Child.spawn(
+                executable: executablePath, arguments: ["run-store"], environment: childEnvironment(setup))
         } catch {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
@@ -53,7 +54,8 @@ enum IsolatedRun {
                     return
                 }
                 guard line.hasPrefix(resultPrefix),
-                    let result = try? JSONDecoder().decode(ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
+                    let result = try? JSONDecoder().decode(
+                        ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
                 else { return }
                 collected.withLock { $0.results.append(result) }
                 progress(result)
@@ -98,7 +100,9 @@ enum IsolatedRun {
         for scenario in missing {
             let result: ScenarioResult
             if scenario.name != interrupted?.name {
-                result = failed(store, scenario, .notRun, "not run: the measuring process ended in \(interrupted?.name ?? "an earlier scenario")")
+                result = failed(
+                    store, scenario, .notRun,
+                    "not run: the measuring process ended in \(interrupted?.name ?? "an earlier scenario")")
             } else if timedOut {
                 result = failed(
                     store, scenario, .hung,
@@ -107,12 +111,14 @@ enum IsolatedRun {
             } else if case .signaled(let signal)? = exit {
                 result = failed(
                     store, scenario, .crashed,
-                    "the store crashed the process (signal \(signal), \(signalName(signal)))" + (trap.map { ": \($0)" } ?? ""))
+                    "the store crashed the process (signal \(signal), \(signalName(signal)))"
+                        + (trap.map { ": \($0)" } ?? ""))
             } else {
                 let status: Int32 = if case .exited(let code)? = exit { code } else { -1 }
                 result = failed(
                     store, scenario, .crashed,
-                    "the measuring process exited with status \(status) before reporting" + (trap.map { ": \($0)" } ?? ""))
+                    "the measuring process exited with status \(status) before reporting"
+                        + (trap.map { ": \($0)" } ?? ""))
             }
             progress(result)
             results.append(result)
@@ -123,13 +129,18 @@ enum IsolatedRun {
     /// The runtime's own account of a crash in what the child printed: the trap message with
     /// its source location (`Store.swift:42: Fatal error: ...`), cut to one line.
     static func trapMessage(_ lines: [String]) -> String? {
-        let markers = ["Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed", "Simultaneous accesses"]
+        let markers = [
+            "Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed",
+            "Simultaneous accesses",
+        ]
         guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
         let trimmed = line.trimmingCharacters(in: .whitespaces)
         return trimmed.count > 300 ? String(trimmed.prefix(300)) + "…" : trimmed
     }
 
-    static func failed(_ store: StoreDescriptor, _ scenario: Scenario, _ verdict: ScenarioResult.Verdict, _ why: String) -> ScenarioResult {
+    static func failed(_ store: StoreDescriptor, _ scenario: Scenario, _ verdict: ScenarioResult.Verdict, _ why: String)
+        -> ScenarioResult
+    {
         var result = ScenarioResult(store: store.name, scenario: scenario, verdict: verdict)
         result.failure = why
         return result
@@ -141,7 +152,9 @@ enum IsolatedRun {
         var seconds = 10.0
         for scenario in scenarios {
             let crowd = Double(scenario.tasks) * 50e-6
-            seconds += scenario.isRoundBased ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
+            seconds +=
+                scenario.isRoundBased
+                ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
             seconds += hangTimeout * 3
             if !scenario.isRoundBased, scenario.arrivalRate == nil {
                 // The synchronous phase of stores that have one: its loop as long again, the

@@ -29,13 +29,18 @@ final class Child: Sendable {
     }
 
     static func spawn(executable: String, arguments: [String], environment: [String: String]) throws -> Child {
-        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0], errorsFromChild: [Int32] = [0, 0], lifeline: [Int32] = [0, 0]
+        var toChild: [Int32] = [0, 0]
+        var fromChild: [Int32] = [0, 0]
+        var errorsFromChild: [Int32] = [0, 0]
+        var lifeline: [Int32] = [0, 0]
         guard pipe(&toChild) == 0, pipe(&fromChild) == 0, pipe(&errorsFromChild) == 0, pipe(&lifeline) == 0 else {
             throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
         }
         // This process's ends stay out of any later child, so each child's pipes close with
         // this process alone.
-        for descriptor in [toChild[1], fromChild[0], errorsFromChild[0], lifeline[1]] { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        for descriptor in [toChild[1], fromChild[0], errorsFromChild[0], lifeline[1]] {
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -43,7 +48,8 @@ final class Child: Sendable {
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errorsFromChild[1], 2)
         posix_spawn_file_actions_adddup2(&actions, lifeline[0], Lifeline.descriptor)
-        for descriptor in [toChild[0], fromChild[1], errorsFromChild[1], lifeline[0]] where descriptor > Lifeline.descriptor {
+        for descriptor in [toChild[0], fromChild[1], errorsFromChild[1], lifeline[0]]
+        where descriptor > Lifeline.descriptor {
             posix_spawn_file_actions_addclose(&actions, descriptor)
         }
         // Signals this process ignores (see `ProcessGuard`) get their defaults back in the child.
@@ -77,7 +83,8 @@ final class Child: Sendable {
             throw SpawnError(description: "posix_spawn \(executable): \(String(cString: strerror(status)))")
         }
         ProcessGuard.adopt(child: pid)
-        return Child(pid: pid, input: toChild[1], output: fromChild[0], errors: errorsFromChild[0], lifeline: lifeline[1])
+        return Child(
+            pid: pid, input: toChild[1], output: fromChild[0], errors: errorsFromChild[0], lifeline: lifeline[1])
     }
 
     /// Writes `data` to the child's standard input and closes it.

@@ -1,0 +1,27 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `session-bench list`: what there is to run.
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the stores and scenarios, one per line.")
+
+    func run() {
+        let width = max(16, (StoreRegistry.all.map(\.name.count).max() ?? 0) + 1)
+        print("stores:")
+        for store in StoreRegistry.all {
+            let marks = [
+                store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
+            ]
+            .compactMap { $0 }
+            let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
+            print("  \(store.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
+        }
+        print("scenarios:")
+        for scenario in ScenarioCatalog.all {
+            let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            print("  \(name) \(ScenarioText.summary(scenario))")
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `session-bench stress`: randomized schedules, a new seed each iteration.
+struct Stress: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: """
+            Run randomized schedules (a new seed per iteration) and report violations with the seed that \
+            reproduces them.
+            """,
+        discussion: exitStatusHelp)
+
+    @OptionGroup var run: RunOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(
+        name: .long, help: "How many randomized iterations, 1 to 1000000 (default: 10, or as many as fit in --for).",
+        transform: ArgumentText.whole(InputRange.iterations))
+    var iterations: Int?
+
+    @Option(
+        name: .customLong("for"),
+        help: """
+            Keep starting iterations until this much time has passed, up to 168h, e.g. 30s, 10m (at least one \
+            iteration runs).
+            """,
+        transform: ArgumentText.duration(InputRange.stressSeconds, rangeText: "1ns and 168h"))
+    var timeLimit: DurationArgument?
+
+    mutating func run() async throws {
+        let stores = try run.resolvedStores()
+        let base = try run.resolvedScenarios()
+        var execution = Execution(run.execution, setup: run.setup)
+        if run.dryRun {
+            let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
+            print("stress: \(length), a new seed each\n" + execution.plan(stores, base), terminator: "")
+            return
+        }
+        execution.quiet = true  // a line per iteration, and one per failure, instead of one per run
+        try run.place()
+        var random = SystemRandomNumberGenerator()
+        let firstSeed = run.seed ?? random.next()
+        let started = ContinuousClock.now
+        let deadline = timeLimit.map { started + $0.duration }
+        // With --for alone, iterations go on until the time is up.
+        let limit = iterations ?? (timeLimit == nil ? 10 : Int.max)
+        var all: [ScenarioResult] = []
+        var iteration = 0
+        while iteration < limit {
+            // However short --for is, one iteration runs: a stress run that ran nothing must not pass.
+            if let deadline, iteration > 0, ContinuousClock.now >= deadline { break }
+            let seed = firstSeed &+ UInt64(iteration)
+            let scenarios = base.map { Self.vary($0, seed: seed) }
+            if !run.execution.quiet {
+                let of = limit == Int.max ? "" : "/\(limit)"
+                Log.progress(
+                    "stress: iteration \(iteration + 1)\(of), seed \(seed)"
+                        + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
+            }
+            let results = await execution.run(stores: stores, scenarios: scenarios)
+            for result in results where result.verdict != .pass {
+                guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
+                    let store = stores.first(where: { $0.name == result.store })
+                else { continue }
+                Log.progress(
+                    "  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — "
+                        + "reproduce with: \(reproduce(store, scenario))")
+            }
+            all += results
+            iteration += 1
+        }
+        let failures = all.count { $0.verdict != .pass }
+        do {
+            let seeds =
+                switch iteration {
+                case 0: "none"
+                case 1: "\(firstSeed)"
+                default: "\(firstSeed)…\(firstSeed &+ UInt64(iteration - 1))"
+                }
+            Log.progress(
+                "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
+                    + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))
+        }
+        let report = ResultsReport(results: all, metadata: .current(command: "stress"))
+        try output.emit(report, quiet: run.execution.quiet)
+        if failures > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+
+    /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds.
+    static func vary(_ scenario: Scenario, seed: UInt64) -> Scenario {
+        var rng = SeededRandomSource(seed: seed)
+        // Between half and one and a half times the crowd, inside the range a scenario accepts.
+        let crowd = scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks))
+        let tasks = min(InputRange.tasks.upperBound, max(2, crowd))
+        let rounds = scenario.isRoundBased ? max(5, scenario.rounds / 4) : nil
+        return ScenarioOverrides(tasks: tasks, rounds: rounds, seed: seed).applied(to: scenario)
+    }
+
+    /// The `compare` command that runs exactly this store × scenario again.
+    func reproduce(_ store: StoreDescriptor, _ scenario: Scenario) -> String {
+        let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
+        var words = [
+            program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
+            "--tasks", "\(scenario.tasks)",
+        ]
+        if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
+        if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
+        if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
+        if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
+        if store.isReferenceBroken { words.append("--include-broken") }
+        if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
+        if run.execution.inProcess { words.append("--in-process") }
+        return words.joined(separator: " ")
+    }
+}
+
+/// A tiny seeded generator for the stress command's own choices.
+struct SeededRandomSource {
+    var state: UInt64
+    init(seed: UInt64) { state = seed ^ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 11
+    }
+}

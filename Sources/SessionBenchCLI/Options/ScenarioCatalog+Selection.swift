@@ -1,0 +1,25 @@
+import SessionBench
+
+extension ScenarioCatalog {
+    /// The presets `names` names, each once, in the order first named (every default preset
+    /// when `names` is empty), changed by `overrides` and checked.
+    static func selection(_ names: [String], overrides: ScenarioOverrides) throws(UsageError) -> [Scenario] {
+        var unique: [String] = []
+        for name in names where !unique.contains(name) {
+            unique.append(name)  // a scenario named twice runs once, as a store named twice does
+        }
+        let presets: [Scenario]
+        do {
+            presets = unique.isEmpty ? defaults : try unique.map { name throws(ScenarioError) in try named(name) }
+        } catch {
+            throw UsageError("\(error) (see 'session-bench list')")
+        }
+        var scenarios: [Scenario] = []
+        for preset in presets {
+            let scenario = overrides.applied(to: preset)
+            do { try scenario.validate() } catch { throw UsageError(error.description) }
+            scenarios.append(scenario)
+        }
+        return scenarios
+    }
+}
