@@ -27,9 +27,9 @@ public enum StoreRegistry {
                     "unknown store '\(Printable.name(name))'; known: \(all.map(\.name).joined(separator: ", ")) "
                         + "(see 'session-bench list')")
             }
-            if !stores.contains(store) { stores.append(store) }
+            stores.append(store)
         }
-        return stores
+        return stores.firstSeen()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SessionContract
 import SessionBench
 import Testing
 

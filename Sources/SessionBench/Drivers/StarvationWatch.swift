@@ -53,7 +53,9 @@ final class StarvationWatch: Sendable {
         let priority = Task.currentPriority
         armed.withLock(visibleTo: self) { armed in
             armed.generation &+= 1
-            schedule(&armed, at: deadline + grace, generation: armed.generation, priority: priority, spinning: 0, describe: describe)
+            schedule(
+                &armed, at: deadline + grace, generation: armed.generation, priority: priority, spinning: 0,
+                describe: describe)
         }
     }
 
@@ -67,7 +69,8 @@ final class StarvationWatch: Sendable {
     }
 
     private func schedule(
-        _ armed: inout Armed, at due: ContinuousClock.Instant, generation: UInt64, priority: TaskPriority, spinning: Int,
+        _ armed: inout Armed, at due: ContinuousClock.Instant, generation: UInt64, priority: TaskPriority,
+        spinning: Int,
         describe: @escaping @Sendable () -> Starvation
     ) {
         if let timer = armed.timer { Watchdog.shared.cancel(timer) }

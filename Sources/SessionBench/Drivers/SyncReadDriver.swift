@@ -66,8 +66,11 @@ struct SyncReadDriver {
         let floorDuration = min(duration, .milliseconds(100))
         // Each thread's own copy of the very token the store hands out: the same strings to
         // retain and release, with nothing shared between threads and no synchronization.
-        let template = store.currentToken() ?? AccessToken(
-            value: "plain-load-token", subject: Subject("plain-load"), generation: 1, expiresAt: clock.now() + tokenLifetime)
+        let template =
+            store.currentToken()
+            ?? AccessToken(
+                value: "plain-load-token", subject: Subject("plain-load"), generation: 1,
+                expiresAt: clock.now() + tokenLifetime)
         let plain = await loop(duration: floorDuration, checked: false) { _ in
             PlainLoad(token: template.unsharedCopy())
         }
@@ -81,18 +84,24 @@ struct SyncReadDriver {
         var figures = SyncReadFigures(threads: threads)
         figures.operations = reports.reduce(0) { $0 + $1.operations }
         figures.misses = reports.reduce(0) { $0 + $1.misses }
-        let begin = reports.map(\.beginTicks).min() ?? 0, end = reports.map(\.endTicks).max() ?? 0
+        let begin = reports.map(\.beginTicks).min() ?? 0
+        let end = reports.map(\.endTicks).max() ?? 0
         figures.seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
         figures.throughput = figures.seconds > 0 ? Double(figures.operations) / figures.seconds : 0
-        figures.callerSpread = ThroughputSpread(reports.map { report in
-            let seconds = sampleClock.nanoseconds(ticks: report.endTicks &- report.beginTicks) / 1e9
-            return seconds > 0 ? Double(report.operations) / seconds : 0
-        })
-        if let firstStop = reports.map(\.endTicks).min() { figures.threadsAtOnce = reports.count { $0.beginTicks < firstStop } }
+        figures.callerSpread = ThroughputSpread(
+            reports.map { report in
+                let seconds = sampleClock.nanoseconds(ticks: report.endTicks &- report.beginTicks) / 1e9
+                return seconds > 0 ? Double(report.operations) / seconds : 0
+            })
+        if let firstStop = reports.map(\.endTicks).min() {
+            figures.threadsAtOnce = reports.count { $0.beginTicks < firstStop }
+        }
         if case .finished(let plainReports) = plain {
-            let begin = plainReports.map(\.beginTicks).min() ?? 0, end = plainReports.map(\.endTicks).max() ?? 0
+            let begin = plainReports.map(\.beginTicks).min() ?? 0
+            let end = plainReports.map(\.endTicks).max() ?? 0
             let seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
-            figures.plainLoadThroughput = seconds > 0 ? Double(plainReports.reduce(0) { $0 + $1.operations }) / seconds : nil
+            figures.plainLoadThroughput =
+                seconds > 0 ? Double(plainReports.reduce(0) { $0 + $1.operations }) / seconds : nil
         }
         return .finished(figures, latency: latency, clockAnomalies: anomalies)
     }
@@ -153,7 +162,7 @@ struct SyncReadDriver {
                             let t0 = SampleClock.ticks()
                             token = store.currentToken()
                             if let ticks = SampleClock.elapsed(from: t0, to: SampleClock.ticks()) {
-                                _ = report.samples.record(ticks > bracket ? ticks &- bracket : 1)
+                                _ = report.samples.record(SampleClock.sample(ticks, less: bracket))
                             } else {
                                 report.clockAnomalies += 1
                             }

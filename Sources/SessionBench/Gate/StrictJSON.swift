@@ -1,4 +1,5 @@
 import Foundation
+
 /// JSON exactly as RFC 8259 writes it, for files people edit by hand: a duplicated key, a
 /// trailing comma, a comment or a bare word is an error with its line and column, never a
 /// silent choice (Foundation's reader keeps the last of two `"limits"` and accepts `[1,]`).
@@ -13,7 +14,8 @@ public enum JSONValue: Sendable, Equatable {
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
-        case (.object(let a), .object(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        case (.object(let a), .object(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
         case (.array(let a), .array(let b)): a == b
         case (.string(let a), .string(let b)): a == b
         case (.number(let a), .number(let b)): a == b
@@ -58,7 +60,9 @@ public enum StrictJSON {
         parser.skipSpace()
         let value = try parser.value(depth: 0)
         parser.skipSpace()
-        guard parser.index == bytes.count else { throw parser.fail("unexpected \(parser.describeHere()) after the end of the document") }
+        guard parser.index == bytes.count else {
+            throw parser.fail("unexpected \(parser.describeHere()) after the end of the document")
+        }
         return value
     }
 
@@ -68,7 +72,8 @@ public enum StrictJSON {
         var index = 0
 
         func fail(_ problem: String) -> JSONSyntaxError {
-            var line = 1, column = 1
+            var line = 1
+            var column = 1
             for byte in bytes[..<min(index, bytes.count)] {
                 if byte == UInt8(ascii: "\n") {
                     line += 1
@@ -97,9 +102,15 @@ public enum StrictJSON {
             case UInt8(ascii: "{"): return try object(depth: depth + 1)
             case UInt8(ascii: "["): return try array(depth: depth + 1)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
             default: throw fail("unexpected \(describeHere()); a value was expected")
             }
@@ -125,8 +136,10 @@ public enum StrictJSON {
             while true {
                 skipSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
-                    throw fail(members.isEmpty ? "unexpected \(describeHere()); a key in double quotes was expected"
-                        : "unexpected \(describeHere()) after a comma; a key was expected (no trailing commas)")
+                    throw fail(
+                        members.isEmpty
+                            ? "unexpected \(describeHere()); a key in double quotes was expected"
+                            : "unexpected \(describeHere()) after a comma; a key was expected (no trailing commas)")
                 }
                 let keyStart = index
                 let key = try string()
@@ -135,7 +148,9 @@ public enum StrictJSON {
                     throw fail("key \"\(key)\" appears twice in one object")
                 }
                 skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("unexpected \(describeHere()); ':' was expected") }
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
+                    throw fail("unexpected \(describeHere()); ':' was expected")
+                }
                 index += 1
                 skipSpace()
                 members.append((key, try value(depth: depth)))
@@ -145,7 +160,9 @@ public enum StrictJSON {
                     index += 1
                     continue
                 }
-                guard bytes[index] == UInt8(ascii: "}") else { throw fail("unexpected \(describeHere()); ',' or '}' was expected") }
+                guard bytes[index] == UInt8(ascii: "}") else {
+                    throw fail("unexpected \(describeHere()); ',' or '}' was expected")
+                }
                 index += 1
                 return .object(members)
             }
@@ -172,7 +189,9 @@ public enum StrictJSON {
                     index += 1
                     continue
                 }
-                guard bytes[index] == UInt8(ascii: "]") else { throw fail("unexpected \(describeHere()); ',' or ']' was expected") }
+                guard bytes[index] == UInt8(ascii: "]") else {
+                    throw fail("unexpected \(describeHere()); ',' or ']' was expected")
+                }
                 index += 1
                 return .array(elements)
             }
@@ -199,7 +218,9 @@ public enum StrictJSON {
             }
             if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
                 index += 1
-                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                    index += 1
+                }
                 guard digits(&index, bytes) > 0 else { throw fail("a digit must follow the exponent") }
             }
             return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -211,7 +232,9 @@ public enum StrictJSON {
             var raw: [UInt8] = []
             func flush(_ raw: inout [UInt8], _ scalars: inout String.UnicodeScalarView) throws(JSONSyntaxError) {
                 guard !raw.isEmpty else { return }
-                guard let text = String(validating: raw, as: UTF8.self) else { throw fail("a string holds bytes that are not UTF-8") }
+                guard let text = String(validating: raw, as: UTF8.self) else {
+                    throw fail("a string holds bytes that are not UTF-8")
+                }
                 scalars.append(contentsOf: text.unicodeScalars)
                 raw.removeAll()
             }
@@ -241,12 +264,16 @@ public enum StrictJSON {
                     case UInt8(ascii: "u"):
                         var code = try hex4()
                         if (0xD800...0xDBFF).contains(code) {
-                            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"),
+                                bytes[index + 1] == UInt8(ascii: "u")
+                            else {
                                 throw fail("a lone surrogate in a \\u escape")
                             }
                             index += 2
                             let low = try hex4()
-                            guard (0xDC00...0xDFFF).contains(low) else { throw fail("a lone surrogate in a \\u escape") }
+                            guard (0xDC00...0xDFFF).contains(low) else {
+                                throw fail("a lone surrogate in a \\u escape")
+                            }
                             code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                         }
                         guard let scalar = Unicode.Scalar(code) else { throw fail("a lone surrogate in a \\u escape") }

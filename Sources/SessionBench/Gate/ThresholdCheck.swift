@@ -25,7 +25,7 @@ public struct ThresholdCheck: Sendable {
         var outcomes: [CheckOutcome] = []
         for result in results {
             let passed = result.verdict == .pass
-            let found = result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
+            let found = result.violations.map { $0.invariant.id }.joined(separator: ",")
             let measured: String
             switch result.verdict {
             case .pass: measured = "all held"
@@ -58,7 +58,8 @@ public struct ThresholdCheck: Sendable {
     }
 
     func matches(_ result: ScenarioResult, _ limit: Thresholds.Limit) -> Bool {
-        (limit.store == "*" || limit.store == result.store) && (limit.scenario == "*" || limit.scenario == result.scenario)
+        (limit.store == "*" || limit.store == result.store)
+            && (limit.scenario == "*" || limit.scenario == result.scenario)
     }
 
     /// `nil` when a wildcard limit does not apply to this result (the metric is not measured there).
@@ -70,18 +71,24 @@ public struct ThresholdCheck: Sendable {
         if limit.metric.isAllocationFigure, let counter = result.allocationCounter, counter != expected {
             return CheckOutcome(
                 check: check, limit: boundText(limit),
-                measured: "counted by the \(counter.rawValue), but the limits are for the \(expected.rawValue): not comparable",
+                measured:
+                    "counted by the \(counter.rawValue), but the limits are for the \(expected.rawValue): not comparable",
                 passed: false, source: limit.location)
         }
         guard let value = limit.metric.value(in: result, operation: limit.operation) else {
             if isWildcard { return nil }
-            return CheckOutcome(check: check, limit: boundText(limit), measured: "not measured", passed: false, source: limit.location)
+            return CheckOutcome(
+                check: check, limit: boundText(limit), measured: "not measured", passed: false, source: limit.location)
         }
         switch limit.bound {
         case .max(let max):
-            return CheckOutcome(check: check, limit: "≤ \(Self.format(max))", measured: Self.format(value), passed: value <= max, source: limit.location)
+            return CheckOutcome(
+                check: check, limit: "≤ \(Self.format(max))", measured: Self.format(value), passed: value <= max,
+                source: limit.location)
         case .min(let min):
-            return CheckOutcome(check: check, limit: "≥ \(Self.format(min))", measured: Self.format(value), passed: value >= min, source: limit.location)
+            return CheckOutcome(
+                check: check, limit: "≥ \(Self.format(min))", measured: Self.format(value), passed: value >= min,
+                source: limit.location)
         case .maxRatio(let ratio, let reference), .minRatio(let ratio, let reference):
             let isMax = if case .maxRatio = limit.bound { true } else { false }
             let (denominator, name) = resolve(reference, for: limit, result: result)
@@ -99,7 +106,9 @@ public struct ThresholdCheck: Sendable {
     }
 
     /// The value a ratio divides by, and how to name it.
-    func resolve(_ reference: Thresholds.Reference, for limit: Thresholds.Limit, result: ScenarioResult) -> (Double?, String) {
+    func resolve(_ reference: Thresholds.Reference, for limit: Thresholds.Limit, result: ScenarioResult) -> (
+        Double?, String
+    ) {
         switch reference {
         case .harnessOverhead:
             return (result.harnessOverheadNanoseconds, "harness overhead")
@@ -110,7 +119,8 @@ public struct ThresholdCheck: Sendable {
         case .plainLoad:
             return (result.syncRead?.plainLoadThroughput, "plain load")
         case .result(let store, let scenario):
-            let store = store ?? result.store, scenario = scenario ?? result.scenario
+            let store = store ?? result.store
+            let scenario = scenario ?? result.scenario
             let other = results.first { $0.store == store && $0.scenario == scenario }
             return (other.flatMap { limit.metric.value(in: $0, operation: limit.operation) }, "\(store) × \(scenario)")
         }
@@ -149,14 +159,17 @@ public struct ThresholdCheck: Sendable {
                     measured: "all held", passed: true, source: "invariants"),
                 at: 0)
         }
-        let rows = [["check", "limit", "measured", "result"]]
+        let rows =
+            [["check", "limit", "measured", "result"]]
             + shown.map { [$0.check, $0.limit, $0.measured, $0.passed ? "pass" : "FAIL"] }
         let failed = outcomes.filter { !$0.passed }
         var text = Format.aligned(rows) + "\n"
-        text += failed.isEmpty
+        text +=
+            failed.isEmpty
             ? "all \(outcomes.count) checks passed\n"
             : "\(failed.count) of \(outcomes.count) checks failed:\n"
-                + failed.map { "  \($0.check): \($0.measured), limit \($0.limit) [\($0.source)]" }.joined(separator: "\n") + "\n"
+                + failed.map { "  \($0.check): \($0.measured), limit \($0.limit) [\($0.source)]" }.joined(
+                    separator: "\n") + "\n"
         return text
     }
 }

@@ -102,7 +102,8 @@ public enum Metric: String, Sendable, Hashable, CaseIterable {
     /// Exact counts may be bounded absolutely; timings only by ratios.
     public var isCount: Bool {
         switch self {
-        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp, .storeBytesPerWaiter,
+        case .refreshCalls, .refreshesPerExpiry, .waitersPerRefresh, .allocsPerOp, .allocBytesPerOp,
+            .storeBytesPerWaiter,
             .storeAllocsPerWaiter:
             true
         default: false

@@ -11,10 +11,14 @@ extension Thresholds {
     /// a device like /dev/zero is an error, not a run that never starts.
     static func read(_ path: String) throws(ThresholdsError) -> Data {
         let shown = Printable.name(path)
-        func fail(_ problem: String) -> ThresholdsError { ThresholdsError(path: shown, key: "(file)", problem: problem) }
+        func fail(_ problem: String) -> ThresholdsError {
+            ThresholdsError(path: shown, key: "(file)", problem: problem)
+        }
         let limit = 1 << 20
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else { throw fail("cannot be read (\(String(cString: strerror(errno)))); check the path") }
+        guard descriptor >= 0 else {
+            throw fail("cannot be read (\(String(cString: strerror(errno)))); check the path")
+        }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw fail("cannot be read (\(String(cString: strerror(errno))))") }
@@ -52,7 +56,9 @@ extension Thresholds {
         if let run = root["run"] {
             let object = try reader.object(run, at: "run")
             try reader.onlyKeys(
-                object, ["stores", "scenarios", "duration", "rounds", "tasks", "seed", "allocator", "allocation_counter"], at: "run")
+                object,
+                ["stores", "scenarios", "duration", "rounds", "tasks", "seed", "allocator", "allocation_counter"],
+                at: "run")
             if let stores = run["stores"] {
                 thresholds.run.stores = try reader.strings(stores, at: "run.stores")
                 for (index, name) in thresholds.run.stores.enumerated() where !knownStores.contains(name) {
@@ -61,27 +67,36 @@ extension Thresholds {
             }
             if let scenarios = run["scenarios"] {
                 thresholds.run.scenarios = try reader.strings(scenarios, at: "run.scenarios")
-                for (index, name) in thresholds.run.scenarios.enumerated() where !ScenarioCatalog.all.contains(where: { $0.name == name }) {
+                for (index, name) in thresholds.run.scenarios.enumerated()
+                where !ScenarioCatalog.all.contains(where: { $0.name == name }) {
                     throw reader.fail("run.scenarios[\(index)]", "unknown scenario '\(Printable.name(name))'")
                 }
             }
             if let duration = run["duration"] {
                 let text = try reader.string(duration, at: "run.duration")
                 guard let seconds = DurationText.seconds(text) else {
-                    throw reader.fail("run.duration", "'\(Printable.name(text))' is not a duration; write \(DurationText.help)")
+                    throw reader.fail(
+                        "run.duration", "'\(Printable.name(text))' is not a duration; write \(DurationText.help)")
                 }
                 guard InputRange.durationSeconds.contains(seconds) else {
                     throw reader.fail("run.duration", "must be between 1ms and 1h (got \(Printable.name(text)))")
                 }
                 thresholds.run.duration = text
             }
-            if let rounds = run["rounds"] { thresholds.run.rounds = try reader.int(rounds, at: "run.rounds", in: InputRange.rounds) }
-            if let tasks = run["tasks"] { thresholds.run.tasks = try reader.int(tasks, at: "run.tasks", in: InputRange.tasks) }
+            if let rounds = run["rounds"] {
+                thresholds.run.rounds = try reader.int(rounds, at: "run.rounds", in: InputRange.rounds)
+            }
+            if let tasks = run["tasks"] {
+                thresholds.run.tasks = try reader.int(tasks, at: "run.tasks", in: InputRange.tasks)
+            }
             if let seed = run["seed"] { thresholds.run.seed = try reader.seed(seed, at: "run.seed") }
             if let allocator = run["allocator"] {
                 let text = try reader.string(allocator, at: "run.allocator")
                 guard let kind = AllocatorKind(rawValue: text) else {
-                    throw reader.fail("run.allocator", "unknown allocator '\(Printable.name(text))'; known: \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw reader.fail(
+                        "run.allocator",
+                        "unknown allocator '\(Printable.name(text))'; known: \(AllocatorKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 thresholds.run.allocator = kind
             }
@@ -90,10 +105,12 @@ extension Thresholds {
                 guard let kind = AllocationCounterKind(rawValue: text) else {
                     throw reader.fail(
                         "run.allocation_counter",
-                        "unknown counter '\(Printable.name(text))'; known: \(AllocationCounterKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                        "unknown counter '\(Printable.name(text))'; known: \(AllocationCounterKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 if kind == .jemalloc, (thresholds.run.allocator ?? .system) != .jemalloc {
-                    throw reader.fail("run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
+                    throw reader.fail(
+                        "run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
                 }
                 thresholds.run.allocationCounter = kind
             }
@@ -114,14 +131,20 @@ extension Thresholds {
         }
 
         func object(_ value: JSONValue, at key: String) throws(ThresholdsError) -> [(key: String, value: JSONValue)] {
-            guard case .object(let members) = value else { throw fail(key, "must be an object (got \(value.kindName))") }
+            guard case .object(let members) = value else {
+                throw fail(key, "must be an object (got \(value.kindName))")
+            }
             return members
         }
 
-        func onlyKeys(_ members: [(key: String, value: JSONValue)], _ allowed: [String], at key: String) throws(ThresholdsError) {
+        func onlyKeys(_ members: [(key: String, value: JSONValue)], _ allowed: [String], at key: String)
+            throws(ThresholdsError)
+        {
             for name in members.map(\.key) where !allowed.contains(name) {
                 let shown = Printable.name(name)
-                throw fail(key.isEmpty ? shown : "\(key).\(shown)", "unknown key; expected one of \(allowed.joined(separator: ", "))")
+                throw fail(
+                    key.isEmpty ? shown : "\(key).\(shown)",
+                    "unknown key; expected one of \(allowed.joined(separator: ", "))")
             }
         }
 
@@ -131,7 +154,9 @@ extension Thresholds {
         }
 
         func strings(_ value: JSONValue, at key: String) throws(ThresholdsError) -> [String] {
-            guard case .array(let list) = value else { throw fail(key, "must be a list of strings (got \(value.kindName))") }
+            guard case .array(let list) = value else {
+                throw fail(key, "must be a list of strings (got \(value.kindName))")
+            }
             var strings: [String] = []
             for (index, item) in list.enumerated() { strings.append(try string(item, at: "\(key)[\(index)]")) }
             return strings
@@ -167,18 +192,29 @@ extension Thresholds {
             return seed
         }
 
-        func limit(_ value: JSONValue, at key: String, knownStores: [String]) throws(ThresholdsError) -> Thresholds.Limit {
+        func limit(_ value: JSONValue, at key: String, knownStores: [String]) throws(ThresholdsError)
+            -> Thresholds.Limit
+        {
             let members = try self.object(value, at: key)
             let object = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
-            try onlyKeys(members, ["metric", "store", "scenario", "operation", "max", "min", "max_ratio", "min_ratio", "of"], at: key)
+            try onlyKeys(
+                members, ["metric", "store", "scenario", "operation", "max", "min", "max_ratio", "min_ratio", "of"],
+                at: key)
             guard let metricName = object["metric"] else { throw fail("\(key).metric", "is missing") }
             let metricText = try string(metricName, at: "\(key).metric")
             guard let metric = Metric(rawValue: metricText) else {
-                throw fail("\(key).metric", "unknown metric '\(Printable.name(metricText))'; known: \(Metric.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw fail(
+                    "\(key).metric",
+                    "unknown metric '\(Printable.name(metricText))'; known: \(Metric.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
-            let store = try object["store"].map { v throws(ThresholdsError) in try string(v, at: "\(key).store") } ?? "*"
-            if store != "*", !knownStores.contains(store) { throw fail("\(key).store", "unknown store '\(Printable.name(store))'") }
-            let scenario = try object["scenario"].map { v throws(ThresholdsError) in try string(v, at: "\(key).scenario") } ?? "*"
+            let store =
+                try object["store"].map { v throws(ThresholdsError) in try string(v, at: "\(key).store") } ?? "*"
+            if store != "*", !knownStores.contains(store) {
+                throw fail("\(key).store", "unknown store '\(Printable.name(store))'")
+            }
+            let scenario =
+                try object["scenario"].map { v throws(ThresholdsError) in try string(v, at: "\(key).scenario") } ?? "*"
             if scenario != "*", !ScenarioCatalog.all.contains(where: { $0.name == scenario }) {
                 throw fail("\(key).scenario", "unknown scenario '\(Printable.name(scenario))'")
             }
@@ -186,13 +222,19 @@ extension Thresholds {
             if let op = object["operation"] {
                 let text = try string(op, at: "\(key).operation")
                 guard let kind = OperationKind(rawValue: text) else {
-                    throw fail("\(key).operation", "unknown operation '\(Printable.name(text))'; known: \(OperationKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw fail(
+                        "\(key).operation",
+                        "unknown operation '\(Printable.name(text))'; known: \(OperationKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 operation = kind
             }
             let bounds = ["max", "min", "max_ratio", "min_ratio"].filter { object[$0] != nil }
             guard bounds.count == 1 else {
-                throw fail(key, "needs exactly one of max, min, max_ratio, min_ratio (has \(bounds.isEmpty ? "none" : bounds.joined(separator: ", ")))")
+                throw fail(
+                    key,
+                    "needs exactly one of max, min, max_ratio, min_ratio (has \(bounds.isEmpty ? "none" : bounds.joined(separator: ", ")))"
+                )
             }
             let boundKey = bounds[0]
             let limit = try number(object[boundKey]!, at: "\(key).\(boundKey)")
@@ -202,14 +244,18 @@ extension Thresholds {
                 guard metric.isCount else {
                     throw fail(
                         "\(key).\(boundKey)",
-                        "'\(metric.rawValue)' is a timing; gate it with max_ratio or min_ratio against a figure from the same run")
+                        "'\(metric.rawValue)' is a timing; gate it with max_ratio or min_ratio against a figure from the same run"
+                    )
                 }
                 guard object["of"] == nil else { throw fail("\(key).of", "only ratios take 'of'") }
                 bound = boundKey == "max" ? .max(limit) : .min(limit)
             default:
                 guard limit > 0 else { throw fail("\(key).\(boundKey)", "must be positive") }
-                guard let of = object["of"] else { throw fail("\(key).of", "is missing; a ratio needs something to divide by") }
-                let reference = try self.reference(of, at: "\(key).of", metric: metric, operation: operation, knownStores: knownStores)
+                guard let of = object["of"] else {
+                    throw fail("\(key).of", "is missing; a ratio needs something to divide by")
+                }
+                let reference = try self.reference(
+                    of, at: "\(key).of", metric: metric, operation: operation, knownStores: knownStores)
                 bound = boundKey == "max_ratio" ? .maxRatio(limit, of: reference) : .minRatio(limit, of: reference)
             }
             return Thresholds.Limit(
@@ -226,23 +272,36 @@ extension Thresholds {
                 guard object.count == 1 else { throw fail(key, "a baseline stands alone (no store or scenario)") }
                 switch try string(baseline, at: "\(key).baseline") {
                 case "harness_overhead_ns":
-                    guard metric.isLatency else { throw fail("\(key).baseline", "harness_overhead_ns compares with latencies only") }
+                    guard metric.isLatency else {
+                        throw fail("\(key).baseline", "harness_overhead_ns compares with latencies only")
+                    }
                     return .harnessOverhead
                 case "empty_store", "bare_loop":
-                    guard metric == .throughput else { throw fail("\(key).baseline", "this baseline compares with throughput_ops_per_s only") }
+                    guard metric == .throughput else {
+                        throw fail("\(key).baseline", "this baseline compares with throughput_ops_per_s only")
+                    }
                     return try string(baseline, at: "\(key).baseline") == "empty_store" ? .emptyStore : .bareLoop
                 case "plain_load":
                     guard metric == .throughput, operation == .syncRead else {
-                        throw fail("\(key).baseline", "plain_load compares with throughput_ops_per_s of operation sync-read only")
+                        throw fail(
+                            "\(key).baseline",
+                            "plain_load compares with throughput_ops_per_s of operation sync-read only")
                     }
                     return .plainLoad
                 case let other:
-                    throw fail("\(key).baseline", "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop, plain_load")
+                    throw fail(
+                        "\(key).baseline",
+                        "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop, plain_load"
+                    )
                 }
             }
             let store = try object["store"].map { v throws(ThresholdsError) in try string(v, at: "\(key).store") }
-            if let store, !knownStores.contains(store) { throw fail("\(key).store", "unknown store '\(Printable.name(store))'") }
-            let scenario = try object["scenario"].map { v throws(ThresholdsError) in try string(v, at: "\(key).scenario") }
+            if let store, !knownStores.contains(store) {
+                throw fail("\(key).store", "unknown store '\(Printable.name(store))'")
+            }
+            let scenario = try object["scenario"].map { v throws(ThresholdsError) in
+                try string(v, at: "\(key).scenario")
+            }
             if let scenario, !ScenarioCatalog.all.contains(where: { $0.name == scenario }) {
                 throw fail("\(key).scenario", "unknown scenario '\(Printable.name(scenario))'")
             }

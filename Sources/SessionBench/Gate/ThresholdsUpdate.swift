@@ -15,7 +15,8 @@ extension Thresholds {
                 switch limit.bound {
                 case .max, .min: return value
                 case .maxRatio(_, let reference), .minRatio(_, let reference):
-                    guard let denominator = check.resolve(reference, for: limit, result: result).0, denominator > 0 else { return nil }
+                    guard let denominator = check.resolve(reference, for: limit, result: result).0, denominator > 0
+                    else { return nil }
                     return value / denominator
                 }
             }
@@ -24,7 +25,8 @@ extension Thresholds {
             case .max:
                 // An exact count that is a whole number stays exact (one refresh per expiry).
                 let isExact = limit.metric == .refreshesPerExpiry || limit.metric == .refreshCalls
-                updated.limits[index].bound = .max(isExact ? worstHigh.rounded(.up) : Self.round(worstHigh * 1.25 + 0.01))
+                updated.limits[index].bound = .max(
+                    isExact ? worstHigh.rounded(.up) : Self.round(worstHigh * 1.25 + 0.01))
             case .min:
                 updated.limits[index].bound = .min(Self.round(worstLow * 0.8))
             case .maxRatio(_, let reference):
@@ -40,25 +42,36 @@ extension Thresholds {
 
     /// The file's JSON, keys in a fixed order so reviews show only what changed.
     public func json() -> String {
-        func quoted(_ text: String) -> String { "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        func quoted(_ text: String) -> String {
+            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
         func number(_ value: Double) -> String { ThresholdCheck.format(value) }
         var runParts: [String] = []
         if !run.stores.isEmpty { runParts.append("\"stores\": [\(run.stores.map(quoted).joined(separator: ", "))]") }
-        if !run.scenarios.isEmpty { runParts.append("\"scenarios\": [\(run.scenarios.map(quoted).joined(separator: ", "))]") }
+        if !run.scenarios.isEmpty {
+            runParts.append("\"scenarios\": [\(run.scenarios.map(quoted).joined(separator: ", "))]")
+        }
         if let duration = run.duration { runParts.append("\"duration\": \(quoted(duration))") }
         if let rounds = run.rounds { runParts.append("\"rounds\": \(rounds)") }
         if let tasks = run.tasks { runParts.append("\"tasks\": \(tasks)") }
         if let seed = run.seed { runParts.append("\"seed\": \(seed)") }
         if let allocator = run.allocator { runParts.append("\"allocator\": \(quoted(allocator.rawValue))") }
-        if let counter = run.allocationCounter { runParts.append("\"allocation_counter\": \(quoted(counter.rawValue))") }
+        if let counter = run.allocationCounter {
+            runParts.append("\"allocation_counter\": \(quoted(counter.rawValue))")
+        }
         let limitLines = limits.map { limit -> String in
-            var parts = ["\"metric\": \(quoted(limit.metric.rawValue))", "\"store\": \(quoted(limit.store))", "\"scenario\": \(quoted(limit.scenario))"]
+            var parts = [
+                "\"metric\": \(quoted(limit.metric.rawValue))", "\"store\": \(quoted(limit.store))",
+                "\"scenario\": \(quoted(limit.scenario))",
+            ]
             if let operation = limit.operation { parts.append("\"operation\": \(quoted(operation.rawValue))") }
             switch limit.bound {
             case .max(let value): parts.append("\"max\": \(number(value))")
             case .min(let value): parts.append("\"min\": \(number(value))")
-            case .maxRatio(let value, let reference): parts += ["\"max_ratio\": \(number(value))", "\"of\": \(referenceJSON(reference, quoted))"]
-            case .minRatio(let value, let reference): parts += ["\"min_ratio\": \(number(value))", "\"of\": \(referenceJSON(reference, quoted))"]
+            case .maxRatio(let value, let reference):
+                parts += ["\"max_ratio\": \(number(value))", "\"of\": \(referenceJSON(reference, quoted))"]
+            case .minRatio(let value, let reference):
+                parts += ["\"min_ratio\": \(number(value))", "\"of\": \(referenceJSON(reference, quoted))"]
             }
             return "    { " + parts.joined(separator: ", ") + " }"
         }
@@ -81,7 +94,8 @@ extension Thresholds {
         case .bareLoop: return "{ \"baseline\": \"bare_loop\" }"
         case .plainLoad: return "{ \"baseline\": \"plain_load\" }"
         case .result(let store, let scenario):
-            let parts = [store.map { "\"store\": \(quoted($0))" }, scenario.map { "\"scenario\": \(quoted($0))" }].compactMap { $0 }
+            let parts = [store.map { "\"store\": \(quoted($0))" }, scenario.map { "\"scenario\": \(quoted($0))" }]
+                .compactMap { $0 }
             return "{ " + parts.joined(separator: ", ") + " }"
         }
     }

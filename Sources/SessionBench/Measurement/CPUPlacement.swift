@@ -20,11 +20,13 @@ public enum CPUPlacement {
         let missing = cpus.filter { !available.contains($0) }
         guard missing.isEmpty else {
             throw PlacementError(
-                "--cpus: CPU \(text(missing)) is not one this process may use; it may use \(available.isEmpty ? "none that the system lists" : text(available))")
+                "--cpus: CPU \(text(missing)) is not one this process may use; it may use \(available.isEmpty ? "none that the system lists" : text(available))"
+            )
         }
         let values = cpus.map(Int32.init)
         guard session_bench_pin_cpus(values, Int32(values.count)) == 0 else {
-            throw PlacementError("--cpus \(text(cpus)): the system refused to pin the process (\(String(cString: strerror(errno))))")
+            throw PlacementError(
+                "--cpus \(text(cpus)): the system refused to pin the process (\(String(cString: strerror(errno))))")
         }
     }
 

@@ -46,7 +46,8 @@ public struct LatencyRecorder: Sendable {
     }
 
     static func emptyHistogram() -> Histogram<UInt64> {
-        Histogram(lowestDiscernibleValue: 1, highestTrackableValue: highestTrackable, numberOfSignificantValueDigits: .three)
+        Histogram(
+            lowestDiscernibleValue: 1, highestTrackableValue: highestTrackable, numberOfSignificantValueDigits: .three)
     }
 }
 

@@ -14,9 +14,9 @@ public enum ResourceUsage {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         #if os(Linux)
-        return UInt64(usage.ru_maxrss) * 1024  // kilobytes on Linux
+            return UInt64(usage.ru_maxrss) * 1024  // kilobytes on Linux
         #else
-        return UInt64(usage.ru_maxrss)
+            return UInt64(usage.ru_maxrss)
         #endif
     }
 }

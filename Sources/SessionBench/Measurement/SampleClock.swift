@@ -32,7 +32,8 @@ public struct SampleClock: Sendable {
         default: name = "CLOCK_MONOTONIC"
         }
         if session_bench_ticks_are_cycles() != 0 {
-            let startNs = session_bench_monotonic_ns(), startTicks = Self.ticks()
+            let startNs = session_bench_monotonic_ns()
+            let startTicks = Self.ticks()
             var nowNs = startNs
             while nowNs - startNs < 20_000_000 { nowNs = session_bench_monotonic_ns() }
             let ticks = Self.ticks() - startTicks
@@ -43,7 +44,8 @@ public struct SampleClock: Sendable {
         var brackets: [UInt64] = []
         brackets.reserveCapacity(10_000)
         for _ in 0..<10_000 {
-            let a = Self.ticks(), b = Self.ticks()
+            let a = Self.ticks()
+            let b = Self.ticks()
             brackets.append(b &- a)
         }
         brackets.sort()
@@ -60,6 +62,13 @@ public struct SampleClock: Sendable {
     @inline(__always)
     public static func elapsed(from start: UInt64, to end: UInt64) -> UInt64? {
         end >= start ? end &- start : nil
+    }
+
+    /// A sample of `ticks` with the timer's own `bracket` taken out, never below one tick (a
+    /// histogram records no zero).
+    @inline(__always)
+    public static func sample(_ ticks: UInt64, less bracket: UInt64) -> UInt64 {
+        ticks > bracket ? ticks &- bracket : 1
     }
 
     public func nanoseconds(ticks: UInt64) -> Double { Double(ticks) * nanosecondsPerTick }

@@ -1,4 +1,5 @@
-/// The invariants every run checks (DESIGN §5), by stable id.
+/// The invariants every run checks, by stable id (the README's "Invariants" table says what each
+/// one demands and how it is checked).
 public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case singleFlight = 1
     case sameOutcome = 2
@@ -33,7 +34,10 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
     }
 
     /// `I1 single-flight`.
-    public var description: String { "I\(rawValue) \(name)" }
+    /// The stable id reports and CSV name it by: `I1`.
+    public var id: String { "I\(rawValue)" }
+
+    public var description: String { "\(id) \(name)" }
 }
 
 /// One broken invariant, with what is needed to see and reproduce it. Never holds a

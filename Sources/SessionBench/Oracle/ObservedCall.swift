@@ -33,7 +33,8 @@ struct ObservedCall: Sendable {
     static func issued(_ token: AccessToken, subjects: [[Subject]]) -> Issued {
         for (account, pair) in subjects.enumerated() {
             if let slot = pair.firstIndex(of: token.subject) {
-                return .init(generation: token.generation, account: account, subjectSlot: slot, expiresAt: token.expiresAt)
+                return .init(
+                    generation: token.generation, account: account, subjectSlot: slot, expiresAt: token.expiresAt)
             }
         }
         return .init(generation: token.generation, account: nil, subjectSlot: nil, expiresAt: token.expiresAt)

@@ -15,7 +15,9 @@ public final class Oracle: Sendable {
     }
 
     /// Records that `invariant` broke.
-    public func report(_ invariant: Invariant, _ summary: @autoclosure () -> String, trace: @autoclosure () -> [String] = []) {
+    public func report(
+        _ invariant: Invariant, _ summary: @autoclosure () -> String, trace: @autoclosure () -> [String] = []
+    ) {
         found.withLock { found in
             if found[invariant] != nil {
                 found[invariant]!.occurrences += 1
@@ -86,19 +88,24 @@ public final class Oracle: Sendable {
                     excused.insert(call.index)
                     continue
                 }
-                let first = earlier.first { $0.outcome != .responseLost || $0.lostByClient } ?? earlier[earlier.startIndex]
+                let first =
+                    earlier.first { $0.outcome != .responseLost || $0.lostByClient } ?? earlier[earlier.startIndex]
                 report(
                     .singleFlight,
                     "generation \(generation)'s refresh token was redeemed again after the client had the grant it bought",
                     trace: [Self.describe(first) + Self.fate(of: first, observed: observed), Self.describe(call)])
             }
         }
-        let reuses = refreshes.filter { ($0.outcome == .reuseDetected || $0.outcome == .reuseAccepted) && !excused.contains($0.index) }
+        let reuses = refreshes.filter {
+            ($0.outcome == .reuseDetected || $0.outcome == .reuseAccepted) && !excused.contains($0.index)
+        }
         if let reuse = reuses.first {
             let earlier = redemptions[reuse.presentedGeneration ?? 0]?.first { $0.index < reuse.index }
             report(
                 .noReuse, "the server saw a used refresh token \(reuses.count) time(s)",
-                trace: (earlier.map { ["first redeemed by " + Self.describe($0) + Self.fate(of: $0, observed: observed)] } ?? [])
+                trace: (earlier.map {
+                    ["first redeemed by " + Self.describe($0) + Self.fate(of: $0, observed: observed)]
+                } ?? [])
                     + reuses.prefix(3).map { "reused by " + Self.describe($0) })
         }
     }
@@ -106,7 +113,9 @@ public final class Oracle: Sendable {
     /// What became of a redemption's grant, for traces that explain a later reuse.
     static func fate(of entry: LedgerEntry, observed: (UInt64) -> Bool) -> String {
         guard let issued = entry.issuedGeneration else { return "" }
-        if entry.outcome == .responseLost { return entry.lostByClient ? " (the client hung up before the answer arrived)" : "" }
+        if entry.outcome == .responseLost {
+            return entry.lostByClient ? " (the client hung up before the answer arrived)" : ""
+        }
         return observed(issued)
             ? " (generation \(issued) was handed to callers)"
             : " (generation \(issued) was never handed to any caller: the store dropped the grant, refresh token included)"

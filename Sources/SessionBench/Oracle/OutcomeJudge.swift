@@ -30,7 +30,10 @@ struct OutcomeJudge {
     let events: [SessionEvent]
     private let refreshesByAccount: [Int: [LedgerEntry]]
 
-    init(entries: [LedgerEntry], accountOfFamily: [UInt64: Int], familyOfGeneration: [UInt64: UInt64], events: [SessionEvent]) {
+    init(
+        entries: [LedgerEntry], accountOfFamily: [UInt64: Int], familyOfGeneration: [UInt64: UInt64],
+        events: [SessionEvent]
+    ) {
         self.entries = entries
         self.accountOfFamily = accountOfFamily
         self.familyOfGeneration = familyOfGeneration
@@ -73,7 +76,8 @@ struct OutcomeJudge {
             if let last = earlier.last {
                 return Finding(
                     invariant: .failureSharedNotSticky,
-                    summary: "\(who) got 'refresh failed' though no refresh failed while it waited: an earlier failure was replayed",
+                    summary:
+                        "\(who) got 'refresh failed' though no refresh failed while it waited: an earlier failure was replayed",
                     trace: ["the last failed refresh, answered before the call started: " + Oracle.describe(last)]
                         + attemptsTrace(mine, during: call))
             }
@@ -86,14 +90,16 @@ struct OutcomeJudge {
             let mine = refreshes(of: call.account)
             return Finding(
                 invariant: .sessionKept,
-                summary: "\(who) got 'refresh token revoked' though the server never refused this session's refresh token",
+                summary:
+                    "\(who) got 'refresh token revoked' though the server never refused this session's refresh token",
                 trace: attemptsTrace(mine, during: call))
         case .failure(.signedOut):
             if !wasSignedIn(call.account, throughout: call) { return nil }
             if invalidGrant(for: call.account, before: call.endedNanos) != nil { return nil }
             return Finding(
                 invariant: .sessionKept,
-                summary: "\(who) got 'signed out' while the session was signed in (no sign-out, no sign-in, no refusal from the server)",
+                summary:
+                    "\(who) got 'signed out' while the session was signed in (no sign-out, no sign-in, no refusal from the server)",
                 trace: attemptsTrace(refreshes(of: call.account), during: call))
         case .failure(.signInFailed):
             return Finding(
@@ -115,7 +121,9 @@ struct OutcomeJudge {
             call.startedNanos > ended.returnedNanos
         else { return nil }
         let byOtherUser: Bool
-        if case .signIn(let slot, _) = ended.kind, let session = signIn(of: family), case .signIn(let oldSlot, _) = session.kind {
+        if case .signIn(let slot, _) = ended.kind, let session = signIn(of: family),
+            case .signIn(let oldSlot, _) = session.kind
+        {
             byOtherUser = slot != oldSlot
         } else {
             byOtherUser = false
@@ -123,7 +131,8 @@ struct OutcomeJudge {
         let how = ended.isSignIn ? (byOtherUser ? "another user's sign-in" : "a new sign-in") : "the sign-out"
         return Finding(
             invariant: byOtherUser ? .noCrossUserLeak : .signOutFence,
-            summary: "\(who) started after \(how) returned and got generation \(issued.generation) of the ended session",
+            summary:
+                "\(who) started after \(how) returned and got generation \(issued.generation) of the ended session",
             trace: [
                 "family \(family) ended: \(how) returned at +\(relative(ended.returnedNanos))",
                 "the call started at +\(relative(call.startedNanos)) and returned generation \(issued.generation) (family \(family))",
@@ -141,14 +150,18 @@ struct OutcomeJudge {
     func invalidGrant(for account: Int, before instant: Int64) -> LedgerEntry? {
         // A token the server does not know cannot be traced to an account; it counts for all.
         refreshes(of: account).first { $0.isInvalidGrant && ($0.respondedAt ?? .max) <= instant }
-            ?? entries.first { $0.call == .refresh && $0.outcome == .unknownToken && ($0.respondedAt ?? .max) <= instant }
+            ?? entries.first {
+                $0.call == .refresh && $0.outcome == .unknownToken && ($0.respondedAt ?? .max) <= instant
+            }
     }
 
     /// Whether a session of `account` was established before `call` started and no
     /// sign-out or sign-in touched it before the call returned.
     private func wasSignedIn(_ account: Int, throughout call: ObservedCall) -> Bool {
         let mine = events.filter { $0.account == account }
-        guard let last = mine.last(where: { $0.returnedNanos <= call.startedNanos }), last.isSignIn else { return false }
+        guard let last = mine.last(where: { $0.returnedNanos <= call.startedNanos }), last.isSignIn else {
+            return false
+        }
         return !mine.contains { $0.startedNanos > last.startedNanos && $0.startedNanos <= call.endedNanos }
     }
 
@@ -173,7 +186,9 @@ struct OutcomeJudge {
     }
 
     private func attemptsTrace(_ refreshes: [LedgerEntry], during call: ObservedCall) -> [String] {
-        let window = refreshes.filter { ($0.respondedAt ?? .max) >= call.startedNanos - 1_000_000_000 && $0.sentAt <= call.endedNanos }
+        let window = refreshes.filter {
+            ($0.respondedAt ?? .max) >= call.startedNanos - 1_000_000_000 && $0.sentAt <= call.endedNanos
+        }
         let head = "the call ran from +\(relative(call.startedNanos)) to +\(relative(call.endedNanos))"
         if window.isEmpty { return [head, "no refresh of this account reached the server around it"] }
         return [head] + window.suffix(3).map { "around it: " + Oracle.describe($0) }

@@ -61,7 +61,9 @@ struct ReadChecker {
         if token.expiresAt <= notBefore {
             oracle?.report(
                 .fresh, "worker \(worker) got generation \(token.generation), expired before the call",
-                trace: ["the token expired at \(token.expiresAt.nanoseconds)ns; the call started no earlier than \(notBefore.nanoseconds)ns (coarse monotonic clock)"])
+                trace: [
+                    "the token expired at \(token.expiresAt.nanoseconds)ns; the call started no earlier than \(notBefore.nanoseconds)ns (coarse monotonic clock)"
+                ])
         }
         if token.generation < lastGeneration {
             oracle?.report(

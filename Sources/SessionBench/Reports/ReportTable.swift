@@ -11,12 +11,14 @@ extension ResultsReport {
         return block.map { result in
             let latency = result.headlineLatency
             return [
-                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, Self.verdictText(result), result.operations > 0 ? Format.rate(result.throughput) : "—",
+                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, Self.verdictText(result),
+                result.operations > 0 ? Format.rate(result.throughput) : "—",
                 latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
                 latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
                 latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—",
                 result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—",
-                (result.allocationsPerOperation ?? result.storeAllocationsPerWaiter).map { String(format: "%.2f", $0) } ?? "n/a",
+                (result.allocationsPerOperation ?? result.storeAllocationsPerWaiter).map { String(format: "%.2f", $0) }
+                    ?? "n/a",
             ]
         }
     }
@@ -24,7 +26,7 @@ extension ResultsReport {
     public static func verdictText(_ result: ScenarioResult) -> String {
         switch result.verdict {
         case .pass: "pass"
-        case .violated: "FAIL " + result.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
+        case .violated: "FAIL " + result.violations.map { $0.invariant.id }.joined(separator: ",")
         case .hung: "HUNG"
         case .crashed: "CRASHED"
         case .error: "ERROR"
@@ -33,9 +35,7 @@ extension ResultsReport {
     }
 
     var scenarioNames: [String] {
-        var names: [String] = []
-        for result in results where !names.contains(result.scenario) { names.append(result.scenario) }
-        return names
+        results.map(\.scenario).firstSeen()
     }
 
     static let syncColumns = ["store", "calls/s", "p50", "p99", "p99.9", "slowest/median caller", "of plain load"]
@@ -47,7 +47,9 @@ extension ResultsReport {
         let threads = Set(figures.map(\.threads)).sorted()
         let count = threads.count == 1 ? "\(threads[0])" : "\(threads.first!)–\(threads.last!)"
         let floors = figures.compactMap(\.plainLoadThroughput).sorted()
-        let floor = floors.isEmpty ? "" : "; a plain load of a thread's own token: \(Format.rate(floors[floors.count / 2])) calls/s"
+        let floor =
+            floors.isEmpty
+            ? "" : "; a plain load of a thread's own token: \(Format.rate(floors[floors.count / 2])) calls/s"
         return "currentToken() on \(count) OS threads at once\(floor)"
     }
 
@@ -55,8 +57,11 @@ extension ResultsReport {
         results.filter { $0.scenario == scenario }.compactMap { result in
             guard let sync = result.syncRead else { return nil }
             let latency = result.latencies.first { $0.kind == .syncRead }
-            let fairness = sync.callerSpread.map { $0.median > 0 ? String(format: "%.2f", $0.minimum / $0.median) : "—" } ?? "—"
-            let share = sync.plainLoadThroughput.map { $0 > 0 ? String(format: "%.0f%%", sync.throughput / $0 * 100) : "—" } ?? "—"
+            let fairness =
+                sync.callerSpread.map { $0.median > 0 ? String(format: "%.2f", $0.minimum / $0.median) : "—" } ?? "—"
+            let share =
+                sync.plainLoadThroughput.map { $0 > 0 ? String(format: "%.0f%%", sync.throughput / $0 * 100) : "—" }
+                ?? "—"
             return [
                 result.store, Format.rate(sync.throughput),
                 latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
@@ -148,7 +153,9 @@ extension ResultsReport {
         }
         let anomalies = results.reduce(0) { $0 + $1.clockAnomalies }
         if anomalies > 0 {
-            notes.append("\(anomalies) sample(s) ended before they started on the sample clock: counted in clock_anomalies, not recorded")
+            notes.append(
+                "\(anomalies) sample(s) ended before they started on the sample clock: counted in clock_anomalies, not recorded"
+            )
         }
         let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
         if let reason = unavailable.first {
@@ -158,7 +165,8 @@ extension ResultsReport {
                 notes.append("allocations counted by \(Self.allocationCounting(of: results))")
             }
             if results.contains(where: { $0.storeAllocationsPerWaiter != nil }) {
-                notes.append("scale-storm's allocs/op is per waiting caller: the store's own, the caller's task taken out")
+                notes.append(
+                    "scale-storm's allocs/op is per waiting caller: the store's own, the caller's task taken out")
             }
             if results.contains(where: { $0.allocationNote == ScenarioRunner.roundAllocationNote }) {
                 notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
@@ -216,7 +224,9 @@ public enum ScenarioText {
         case .family: what = "expiry storms over \(scenario.accounts) accounts, each with its own store"
         case .scaleStorm: what = "one expiry storm of a huge crowd; memory per waiting caller"
         }
-        let size = scenario.isRoundBased ? "\(scenario.tasks) callers × \(scenario.rounds) rounds" : "\(scenario.tasks) callers"
+        let size =
+            scenario.isRoundBased
+            ? "\(scenario.tasks) callers × \(scenario.rounds) rounds" : "\(scenario.tasks) callers"
         return "\(what) (\(size))"
     }
 }

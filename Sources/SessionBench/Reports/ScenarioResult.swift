@@ -105,7 +105,7 @@ public struct ScenarioResult: Sendable, Codable {
 
     public var cpuSeconds: Double = 0
     public var peakResidentBytes: UInt64 = 0
-    /// The harness's own cost per timed sample (two clock reads and a histogram record).
+    /// The harness's own cost per timed sample (one sample-clock read and a histogram record).
     public var harnessOverheadNanoseconds: Double = 0
     /// Steady scenarios: calls per second of the same driver loop over an empty store, the
     /// ceiling any store's throughput is measured against.

@@ -1,4 +1,5 @@
 import Foundation
+
 /// The range every number a user can give must fall in, whether it comes from the command
 /// line, a thresholds file or a sweep. Checked before anything runs: a value outside it is
 /// bad input (exit 2), never a crash of the tool or a verdict on a store.
@@ -36,9 +37,13 @@ public enum InputRange {
     }
 
     /// `range` for a message: `between 1 and 100000`.
-    public static func text(_ range: ClosedRange<Int>) -> String { "between \(range.lowerBound) and \(range.upperBound)" }
+    public static func text(_ range: ClosedRange<Int>) -> String {
+        "between \(range.lowerBound) and \(range.upperBound)"
+    }
 
-    public static func text(_ range: ClosedRange<Double>) -> String { "between \(text(range.lowerBound)) and \(text(range.upperBound))" }
+    public static func text(_ range: ClosedRange<Double>) -> String {
+        "between \(text(range.lowerBound)) and \(text(range.upperBound))"
+    }
 }
 
 /// Numbers and durations as the tool reads them, the same everywhere: decimal digits only
@@ -81,7 +86,9 @@ public enum NumberText {
 
 /// A duration as written: a decimal number and a unit, `250us`, `500ms`, `2s`, `1.5m`, `1h`.
 public enum DurationText {
-    static let units: [(suffix: String, seconds: Double)] = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3_600)]
+    static let units: [(suffix: String, seconds: Double)] = [
+        ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1), ("m", 60), ("h", 3_600),
+    ]
 
     public static let help = "a number and a unit: ns, us, ms, s, m or h, e.g. 500ms, 2s"
 

@@ -96,7 +96,9 @@ public struct Scenario: Sendable, Hashable, Codable {
             throw .invalid("\(name): arrival rate must be \(InputRange.text(InputRange.rate)) calls per second")
         }
         if let readersPerWriter, !InputRange.readersPerWriter.contains(readersPerWriter) {
-            throw .invalid("\(name): readers per writer must be \(InputRange.text(InputRange.readersPerWriter)) (got \(readersPerWriter))")
+            throw .invalid(
+                "\(name): readers per writer must be \(InputRange.text(InputRange.readersPerWriter)) (got \(readersPerWriter))"
+            )
         }
         guard (0...1).contains(cancelFraction) else {
             throw .invalid("\(name): cancel fraction must be between 0 and 1")

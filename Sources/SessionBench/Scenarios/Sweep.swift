@@ -34,29 +34,39 @@ public enum SweepParameter: String, Sendable, Codable, CaseIterable {
         switch self {
         case .tasks:
             guard value >= 1, value <= Double(InputRange.tasks.upperBound), value == value.rounded() else {
-                throw .invalid("tasks must be whole numbers \(InputRange.text(InputRange.tasks)) (got \(InputRange.text(value)))")
+                throw .invalid(
+                    "tasks must be whole numbers \(InputRange.text(InputRange.tasks)) (got \(InputRange.text(value)))")
             }
             scenario = ScenarioOverrides(tasks: Int(value)).applied(to: scenario)
         case .readersPerWriter:
-            guard scenario.kind == .steadyReads else { throw .invalid("readers-per-writer applies to steady-reads only") }
+            guard scenario.kind == .steadyReads else {
+                throw .invalid("readers-per-writer applies to steady-reads only")
+            }
             guard value >= 1, value <= Double(InputRange.readersPerWriter.upperBound), value == value.rounded() else {
-                throw .invalid("readers per writer must be whole numbers \(InputRange.text(InputRange.readersPerWriter)) (got \(InputRange.text(value)))")
+                throw .invalid(
+                    "readers per writer must be whole numbers \(InputRange.text(InputRange.readersPerWriter)) (got \(InputRange.text(value)))"
+                )
             }
             scenario.readersPerWriter = Int(value)
         case .refreshLatency:
             guard InputRange.latencyMilliseconds.contains(value) else {
-                throw .invalid("refresh latency must be milliseconds \(InputRange.text(InputRange.latencyMilliseconds)) (got \(InputRange.text(value)))")
+                throw .invalid(
+                    "refresh latency must be milliseconds \(InputRange.text(InputRange.latencyMilliseconds)) (got \(InputRange.text(value)))"
+                )
             }
             scenario.latency = value == 0 ? .none : .fixed(.nanoseconds(Int64(value * 1e6)))
         case .tokenLifetime:
             guard InputRange.lifetimeMilliseconds.contains(value) else {
-                throw .invalid("token lifetime must be milliseconds \(InputRange.text(InputRange.lifetimeMilliseconds)) (got \(InputRange.text(value)))")
+                throw .invalid(
+                    "token lifetime must be milliseconds \(InputRange.text(InputRange.lifetimeMilliseconds)) (got \(InputRange.text(value)))"
+                )
             }
             scenario.tokenLifetime = .nanoseconds(Int64(value * 1e6))
         case .rate:
             guard scenario.kind == .steadyReads else { throw .invalid("rate applies to steady-reads only") }
             guard InputRange.rate.contains(value) else {
-                throw .invalid("rate must be calls per second \(InputRange.text(InputRange.rate)) (got \(InputRange.text(value)))")
+                throw .invalid(
+                    "rate must be calls per second \(InputRange.text(InputRange.rate)) (got \(InputRange.text(value)))")
             }
             scenario.arrivalRate = value
         case .allocator:
@@ -92,7 +102,9 @@ public struct SweepPoint: Sendable, Codable, Hashable {
 /// store runs once, in an order rotated from point to point, so that drift in the machine
 /// (another tenant, thermal state) lands on all stores alike.
 public enum SweepSchedule {
-    public static func order<Store>(stores: [Store], values: [Double], repeats: Int) -> [(repeatIndex: Int, value: Double, store: Store)] {
+    public static func order<Store>(stores: [Store], values: [Double], repeats: Int) -> [(
+        repeatIndex: Int, value: Double, store: Store
+    )] {
         var order: [(Int, Double, Store)] = []
         var rotation = 0
         for repeatIndex in 0..<repeats {
@@ -114,14 +126,14 @@ extension ResultsReport {
         let points = results.compactMap(\.sweep)
         guard let parameter = points.first?.parameter else { return table() }
         let values = Array(Set(points.map(\.value))).sorted()
-        var stores: [String] = []
-        for result in results where !stores.contains(result.store) { stores.append(result.store) }
+        let stores = results.map(\.store).firstSeen()
         let synchronous = results.contains { $0.syncRead != nil }
         let counted = results.contains { $0.allocationsPerOperation != nil }
         var rows = [
             [parameter.rawValue, "store", "verdicts", "calls/s (median)", "max/min", "p99 (median)"]
                 + (counted ? ["allocs/op (median)"] : [])
-                + (synchronous ? ["sync-read calls/s (median)", "max/min"] : []) + (baseline.map { ["× \($0) (median)"] } ?? [])
+                + (synchronous ? ["sync-read calls/s (median)", "max/min"] : [])
+                + (baseline.map { ["× \($0) (median)"] } ?? [])
         ]
         var warnings: [String] = []
         for value in values {
@@ -129,7 +141,9 @@ extension ResultsReport {
                 let runs = results.filter { $0.store == store && $0.sweep?.value == value }
                 guard !runs.isEmpty else { continue }
                 let verdicts = Set(runs.map(\.verdict.rawValue)).sorted().joined(separator: ",")
-                let latencies = runs.compactMap { run in run.headlineLatency.flatMap { $0.count > 0 ? Double($0.p99) : nil } }
+                let latencies = runs.compactMap { run in
+                    run.headlineLatency.flatMap { $0.count > 0 ? Double($0.p99) : nil }
+                }
                 let valueText = runs.first?.sweep?.valueText ?? ThresholdCheck.format(value)
                 let point = "\(store) at \(parameter.rawValue)=\(valueText)"
                 var row = [
@@ -151,7 +165,8 @@ extension ResultsReport {
                 }
                 if let baseline {
                     let ratios = runs.compactMap { run -> Double? in
-                        guard let base = results.first(where: { $0.store == baseline && $0.sweep == run.sweep }), base.throughput > 0
+                        guard let base = results.first(where: { $0.store == baseline && $0.sweep == run.sweep }),
+                            base.throughput > 0
                         else { return nil }
                         return run.throughput / base.throughput
                     }
@@ -192,6 +207,7 @@ extension ResultsReport {
     static func median(_ values: [Double]) -> Double {
         guard !values.isEmpty else { return 0 }
         let sorted = values.sorted()
-        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 }

@@ -4,10 +4,8 @@ extension ScenarioCatalog {
     /// The presets `names` names, each once, in the order first named (every default preset
     /// when `names` is empty), changed by `overrides` and checked.
     static func selection(_ names: [String], overrides: ScenarioOverrides) throws(UsageError) -> [Scenario] {
-        var unique: [String] = []
-        for name in names where !unique.contains(name) {
-            unique.append(name)  // a scenario named twice runs once, as a store named twice does
-        }
+        // A scenario named twice runs once, as a store named twice does.
+        let unique = names.firstSeen()
         let presets: [Scenario]
         do {
             presets = unique.isEmpty ? defaults : try unique.map { name throws(ScenarioError) in try named(name) }

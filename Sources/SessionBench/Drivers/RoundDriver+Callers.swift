@@ -5,7 +5,7 @@ import Synchronization
 import TokenServer
 
 /// Launching callers in waves, waiting for them under the watchdog, and recording what they got.
-extension RoundState {
+extension RoundDriver {
     typealias Body = @Sendable (any SessionStore, Int, Int) async throws(SessionError) -> AccessToken
 
     /// Callers started together: caller `i` works on account `i % accounts`.
@@ -28,7 +28,9 @@ extension RoundState {
     ) -> Wave {
         let line = StartLine(count: callers.count)
         let latch = CompletionLatch<ObservedCall>(expected: callers.count)
-        let stores = self.stores, subjects = self.subjects, time = self.time
+        let stores = self.stores
+        let subjects = self.subjects
+        let time = self.time
         let tasks = callers.map { caller in
             Task {
                 let account = caller % stores.count
@@ -43,7 +45,8 @@ extension RoundState {
                 let t1 = TokenServer.realNanoseconds()
                 latch.finish(
                     ObservedCall(
-                        caller: caller, account: account, kind: kindOf?(caller) ?? kind, phase: phase, startedAt: startedAt,
+                        caller: caller, account: account, kind: kindOf?(caller) ?? kind, phase: phase,
+                        startedAt: startedAt,
                         startedNanos: t0,
                         endedNanos: t1, outcome: result.map { ObservedCall.issued($0, subjects: subjects) },
                         wasCancelled: cancel.contains(caller)))
@@ -74,7 +77,7 @@ extension RoundState {
         let deadline = ContinuousClock.now + runner.hangTimeout
         expectBack(by: deadline, wave, phase: "\(wave.phase): start")
         let entered = await wave.latch.waitForEntry(until: deadline)
-        driver.watch?.back()
+        watch?.back()
         // The last caller coming in at the deadline itself is not a hang.
         guard entered || wave.latch.enteredCount == wave.count else {
             server.gate.release()
@@ -108,7 +111,8 @@ extension RoundState {
     /// whose callers all left early — every one cancelled — still counts in its own round.
     mutating func refreshesAnswered() async {
         let deadline = ContinuousClock.now + .milliseconds(200)
-        while server.gate.waitingCount > 0 || server.ledger.entries.contains(where: { $0.call == .refresh && $0.respondedAt == nil }),
+        while server.gate.waitingCount > 0
+            || server.ledger.entries.contains(where: { $0.call == .refresh && $0.respondedAt == nil }),
             ContinuousClock.now < deadline
         {
             await pause(.microseconds(200))
@@ -132,13 +136,15 @@ extension RoundState {
     /// Sleeps for `duration`, with the watchdog told when to expect the coordinator back.
     mutating func pause(_ duration: Duration) async {
         let phase = server.ledger.entries.last?.context ?? ""
-        driver.watch?.expectBack(by: .now + duration) {
+        watch?.expectBack(by: .now + duration) {
             Starvation(
                 phase: phase, stuckCallers: 0, ofCallers: 0, operation: .refreshWait,
-                detail: "the harness could not run at all: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)")
+                detail:
+                    "the harness could not run at all: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)"
+            )
         }
         try? await Task.sleep(for: duration)
-        driver.watch?.back()
+        watch?.back()
     }
 
     /// Collects every caller of `waves` (releasing nothing), or records a hang.
@@ -148,7 +154,7 @@ extension RoundState {
         for wave in waves where wave.count > 0 {
             expectBack(by: deadline, wave, phase: phase)
             let results = await wave.latch.wait(until: deadline)
-            driver.watch?.back()
+            watch?.back()
             if let results {
                 calls += results
                 continue
@@ -170,8 +176,10 @@ extension RoundState {
 
     /// Tells the watchdog when the coordinator expects to be back from waiting on `wave`.
     func expectBack(by deadline: ContinuousClock.Instant, _ wave: Wave, phase: String) {
-        guard let watch = driver.watch else { return }
-        let latch = wave.latch, kind = wave.kind, server = self.server
+        guard let watch = watch else { return }
+        let latch = wave.latch
+        let kind = wave.kind
+        let server = self.server
         let ledgerStart = max(0, server.ledger.entries.count - 8)
         watch.expectBack(by: deadline) {
             Starvation(
@@ -193,7 +201,8 @@ extension RoundState {
         let held = server.gate.waitingCount
         guard let last = refreshes.last else {
             return held > 0
-                ? "\(held) refresh call(s) still held at the server" : "no refresh call reached the server in this phase"
+                ? "\(held) refresh call(s) still held at the server"
+                : "no refresh call reached the server in this phase"
         }
         var status = "the latest refresh was " + Oracle.describe(last)
         if let responded = last.respondedAt {
@@ -203,125 +212,11 @@ extension RoundState {
         return status
     }
 
-    /// Runs one call of the coordinator's own under the watchdog: a store that never
-    /// answers becomes a hang report, never a stuck tool. `nil` when it timed out.
-    mutating func watched<T: Sendable>(
-        _ operation: OperationKind, phase: String, _ body: @escaping @Sendable () async -> T
-    ) async -> T? {
-        let latch = CompletionLatch<T>(expected: 1)
-        Task {
-            latch.enter()
-            latch.finish(await body())
-        }
-        let deadline = ContinuousClock.now + runner.hangTimeout
-        if let watch = driver.watch {
-            let server = self.server
-            watch.expectBack(by: deadline) {
-                Starvation(
-                    phase: phase, stuckCallers: 1, ofCallers: 1, operation: operation,
-                    detail: "the harness could not run: every thread of the cooperative pool is blocked; "
-                        + Self.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
-            }
-        }
-        let value = await latch.wait(until: deadline)?.first ?? latch.partialResults.first
-        driver.watch?.back()
-        guard let value else {
-            outcome.hang = .init(
-                stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.secondsValue,
-                phase: phase, detail: refreshStatus())
-            return nil
-        }
-        return value
-    }
-
-    // MARK: Recording
-
-    /// Latency and counts of served calls, and the checks every call gets: fresh (I4),
-    /// monotonic across every caller of the account (I5), and the judge (I8–I13).
-    mutating func record(_ calls: [ObservedCall]) {
-        scanLedger()
-        let judge = OutcomeJudge(
-            entries: server.ledger.entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration,
-            events: events)
-        watermark.add(calls)
-        for call in calls {
-            if let finding = judge.judge(call) { oracle.report(finding) }
-            guard case .success(let issued) = call.outcome else {
-                outcome.failedCalls += 1
-                continue
-            }
-            outcome.operations += 1
-            outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
-            observedGenerations.insert(issued.generation)
-            if issued.expiresAt <= call.startedAt {
-                oracle.report(
-                    .fresh, "\(call.phase): caller \(call.caller) got generation \(issued.generation), already expired when it asked",
-                    trace: [
-                        "the token expired at \(issued.expiresAt.nanoseconds)ns on the store's clock; the call started at \(call.startedAt.nanoseconds)ns"
-                    ] + (server.ledger.entries.first { $0.issuedGeneration == issued.generation }.map { ["issued by " + Oracle.describe($0)] } ?? []))
-            }
-            if let seen = watermark.highest(account: call.account, endedBefore: call.startedNanos),
-                issued.generation < seen.generation
-            {
-                oracle.report(
-                    .monotonic,
-                    "\(call.phase): caller \(call.caller) got generation \(issued.generation) after generation \(seen.generation) had been handed out",
-                    trace: [
-                        "\(seen.phase): caller \(seen.caller) got generation \(seen.generation) and returned before the later call started",
-                        "\(call.phase): caller \(call.caller) then got the older generation \(issued.generation)",
-                    ])
-            }
-        }
-    }
-
     /// The callers to cancel among `callers`, drawn from the scenario's seed.
     mutating func chooseCancelled(_ callers: Range<Int>, fraction: Double) -> Set<Int> {
         let wanted = min(callers.count, Int(Double(callers.count) * fraction))
         var chosen = Set<Int>()
         while chosen.count < wanted { chosen.insert(callers.lowerBound + Int(random.next() % UInt64(callers.count))) }
         return chosen
-    }
-}
-
-/// The highest generation handed out by calls that had returned by a given instant, per
-/// account, over the whole run. Only the points where that highest generation rises are kept
-/// (one per generation ever handed out, not one per call), so a run of any length stays cheap.
-struct Watermark {
-    struct Point {
-        let end: Int64
-        let generation: UInt64
-        let caller: Int
-        let phase: String
-    }
-
-    private var points: [Int: [Point]] = [:]
-
-    /// Adds calls, in any order relative to those added before.
-    mutating func add(_ calls: [ObservedCall]) {
-        var touched = Set<Int>()
-        for call in calls {
-            guard let issued = call.token else { continue }
-            points[call.account, default: []].append(
-                Point(end: call.endedNanos, generation: issued.generation, caller: call.caller, phase: call.phase))
-            touched.insert(call.account)
-        }
-        for account in touched {
-            var rising: [Point] = []
-            for point in points[account]!.sorted(by: { $0.end < $1.end }) where point.generation > (rising.last?.generation ?? 0) {
-                rising.append(point)
-            }
-            points[account] = rising
-        }
-    }
-
-    /// The highest generation among the calls of `account` that returned before `instant`.
-    func highest(account: Int, endedBefore instant: Int64) -> Point? {
-        guard let list = points[account], !list.isEmpty else { return nil }
-        var low = 0, high = list.count
-        while low < high {
-            let mid = (low + high) / 2
-            if list[mid].end < instant { low = mid + 1 } else { high = mid }
-        }
-        return low > 0 ? list[low - 1] : nil
     }
 }

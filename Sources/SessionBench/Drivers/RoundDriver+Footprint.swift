@@ -3,7 +3,7 @@ import SessionSync
 
 /// What a waiting caller costs: the scale storm's baseline crowd on bare continuations, and
 /// the tally of storm allocations per caller the store's figures are taken from.
-extension RoundState {
+extension RoundDriver {
     /// Parks the scale storm's crowd on bare continuations through the same harness path, to
     /// learn what a waiting caller costs before any store is involved: the memory it holds
     /// while parked, and the allocations of its whole call.
@@ -24,7 +24,8 @@ extension RoundState {
         lot.releaseAll(stayOpen: true)
         guard await wave.latch.wait(until: .now + runner.hangTimeout) != nil else { return }
         outcome.callerBytesPerWaiter = max(0, parked)
-        outcome.callerAllocationsPerWaiter = Self.perCaller(memory.snapshot(), since: allocationsBefore, callers: scenario.tasks)
+        outcome.callerAllocationsPerWaiter = Self.perCaller(
+            memory.snapshot(), since: allocationsBefore, callers: scenario.tasks)
     }
 
     /// Adds one storm's allocations (from `before` until now) and its callers to the tally.
@@ -35,7 +36,9 @@ extension RoundState {
         outcome.stormAllocationCallers += callers
     }
 
-    static func perCaller(_ now: AllocationCounter.Snapshot, since before: AllocationCounter.Snapshot, callers: Int) -> Double? {
+    static func perCaller(_ now: AllocationCounter.Snapshot, since before: AllocationCounter.Snapshot, callers: Int)
+        -> Double?
+    {
         guard callers > 0, now.count >= before.count else { return nil }
         return Double(now.count - before.count) / Double(callers)
     }

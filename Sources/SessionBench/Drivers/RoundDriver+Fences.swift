@@ -1,0 +1,206 @@
+import SessionContract
+import SessionSync
+import Synchronization
+import TokenServer
+
+/// Rounds that end a session: sign-out, or another user's sign-in.
+extension RoundDriver {
+
+    /// Callers wait on a held refresh; the session ends (sign-out, or another user signs in)
+    /// before it lands. The waiters must get `signedOut` — never a token of the ended
+    /// session — and calls started after the fence returned, before and after the discarded
+    /// refresh lands, must get nothing of it.
+    mutating func inFlightFenceRound(round: Int, fence: Fence) async -> Bool {
+        time.advance(by: scenario.tokenLifetime)
+        server.setContext("round \(round) \(fence) with a refresh in flight")
+        let tasks = scenario.tasks
+        let probes = max(stores.count, min(tasks, 8))
+        let ended = endingFamilies()
+        let read: Body = { store, _, _ throws(SessionError) in try await store.validToken() }
+        guard
+            let waiters = await heldWave(
+                0..<tasks, kind: .refreshWait, phase: "round \(round) waiters of the refresh the \(fence) discards",
+                body: read)
+        else { return false }
+        let fenceStarted = TokenServer.realNanoseconds()
+        guard await endSessions(fence) else {
+            server.gate.release()
+            return false
+        }
+        let early = launch(
+            tasks..<(tasks + probes), kind: .read, phase: "round \(round) calls started after the \(fence) returned",
+            body: read)
+        guard await entered(early) else { return false }
+        server.gate.release()
+        guard let parked = await collect([waiters], phase: "round \(round) after the \(fence)"),
+            let first = await collect([early], phase: "round \(round) after the \(fence)")
+        else { return false }
+        // Let the discarded refresh land before the last probes.
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        while server.ledger.entries.contains(where: { $0.call == .refresh && $0.respondedAt == nil }),
+            ContinuousClock.now < deadline
+        {
+            await pause(.microseconds(200))
+        }
+        let late = launch(
+            0..<probes, kind: .read, phase: "round \(round) calls after the discarded refresh landed", body: read)
+        guard let last = await collect([late], phase: "round \(round) after the discarded refresh") else {
+            return false
+        }
+        record(parked + first + last)
+        // Only the waiters still waiting when the fence began waited on the discarded refresh.
+        checkDiscardedWaiters(parked.filter { $0.endedNanos > fenceStarted }, ended: ended, fence: fence, round: round)
+        return await afterFence(fence, round: round)
+    }
+
+    /// The token is fresh and no refresh is in flight; readers keep reading through the
+    /// fence. Every read that started after the fence returned must get nothing of the
+    /// ended session: a cached fast path must be cleared before `signOut()` (or the other
+    /// user's `signIn`) returns.
+    mutating func cachedFenceRound(round: Int, fence: Fence) async -> Bool {
+        server.setContext("round \(round) \(fence) with a cached token")
+        let readers = min(scenario.tasks, 16)
+        let marks = FenceMarks()
+        let line = StartLine(count: readers)
+        let latch = CompletionLatch<[ObservedCall]>(expected: readers)
+        let stores = self.stores
+        let subjects = self.subjects
+        let time = self.time
+        for reader in 0..<readers {
+            Task {
+                let account = reader % stores.count
+                await line.arriveAndWait()
+                latch.enter()
+                var calls: [ObservedCall] = []
+                var afterFence = 0
+                for index in 0..<300 {
+                    await Task.yield()
+                    let startedAt = time.now
+                    let t0 = TokenServer.realNanoseconds()
+                    let isAfter = t0 > marks.returned.load(ordering: .acquiring)
+                    let result: Result<AccessToken, SessionError>
+                    do throws(SessionError) { result = .success(try await stores[account].validToken()) } catch {
+                        result = .failure(error)
+                    }
+                    let t1 = TokenServer.realNanoseconds()
+                    calls.append(
+                        ObservedCall(
+                            caller: reader, account: account, kind: .read,
+                            phase:
+                                "round \(round) read \(isAfter ? "after the \(fence) returned" : "before or during the \(fence)")",
+                            startedAt: startedAt, startedNanos: t0, endedNanos: t1,
+                            outcome: result.map { ObservedCall.issued($0, subjects: subjects) }, wasCancelled: false))
+                    if index == 0 { marks.readersReading.add(1, ordering: .releasing) }
+                    if isAfter {
+                        afterFence += 1
+                        if afterFence == 3 { break }
+                    }
+                }
+                latch.finish(calls)
+            }
+        }
+        let hot = ContinuousClock.now + runner.hangTimeout
+        while marks.readersReading.load(ordering: .acquiring) < readers, ContinuousClock.now < hot {
+            await pause(.microseconds(100))
+        }
+        guard await endSessions(fence) else { return false }
+        marks.returned.store(events.last?.returnedNanos ?? 0, ordering: .releasing)
+        // The coordinator's own read, right after the fence returned, in the same task.
+        for account in stores.indices {
+            guard await readCurrentToken(account, phase: "round \(round) read right after the \(fence) returned") != nil
+            else {
+                return false
+            }
+        }
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        var results = await latch.wait(until: deadline)
+        if results == nil, latch.finishedCount == readers { results = latch.partialResults }
+        guard let results else {
+            outcome.hang = .init(
+                stuckCallers: readers - latch.finishedCount, ofCallers: readers, operation: .read,
+                waitedSeconds: runner.hangTimeout.secondsValue, phase: "round \(round) reads through the \(fence)",
+                detail: refreshStatus())
+            return false
+        }
+        record(results.flatMap { $0 })
+        return await afterFence(fence, round: round)
+    }
+
+    // MARK: Helpers
+
+    /// The families whose sessions the next fence ends, one per account.
+    func endingFamilies() -> Set<UInt64> {
+        Set(
+            events.compactMap { event -> UInt64? in
+                if case .signIn(_, let family?) = event.kind, event.account < stores.count,
+                    events.last(where: { $0.account == event.account })?.startedNanos == event.startedNanos
+                {
+                    return family
+                }
+                return nil
+            })
+    }
+
+    /// Signs every account out, or in as its other user. `false` if the store hung or the
+    /// sign-in failed.
+    mutating func endSessions(_ fence: Fence) async -> Bool {
+        for account in stores.indices {
+            if fence == .userSwitch {
+                do {
+                    guard try await signIn(account, slot: 1 - signedInSlot[account], fetchToken: false) else {
+                        return false
+                    }
+                } catch {
+                    outcome.failure = "sign-in of the next user failed: \(error)"
+                    return false
+                }
+            } else {
+                guard await signOut(account) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// Back to a signed-in session with a known token.
+    mutating func afterFence(_ fence: Fence, round: Int) async -> Bool {
+        for account in stores.indices {
+            if fence == .userSwitch {
+                guard let call = await readCurrentToken(account, phase: "round \(round) read after the user switch")
+                else {
+                    return false
+                }
+                if call.error == nil { continue }
+            }
+            do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
+                outcome.failure = "sign-in after the \(fence) failed: \(error)"
+                return false
+            }
+        }
+        return true
+    }
+
+}
+
+/// How a round ends the session its callers were using.
+enum Fence: CustomStringConvertible {
+    /// The user signs out.
+    case signOut
+    /// Another user signs in on the same store.
+    case userSwitch
+
+    /// As phases and findings name it.
+    var description: String {
+        switch self {
+        case .signOut: "sign-out"
+        case .userSwitch: "user switch"
+        }
+    }
+}
+
+/// What cached-fence readers share with the coordinator.
+final class FenceMarks: Sendable {
+    /// When the fence returned (real monotonic nanoseconds); `Int64.max` before it did.
+    let returned = Atomic<Int64>(.max)
+    /// Readers that have made their first call.
+    let readersReading = Atomic<Int>(0)
+}

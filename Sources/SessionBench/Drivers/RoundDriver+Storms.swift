@@ -1,0 +1,267 @@
+import Foundation
+import SessionContract
+import TokenServer
+
+/// Storms: expiries and 401s met by staggered arrivals, scripted faults, cancellations, the
+/// scale storm.
+extension RoundDriver {
+    /// One expiry (or 401) met by callers in four waves: A before the refresh is sent, B
+    /// while it is held in flight, C released with it (racing its landing), D after it
+    /// landed. Against a healthy server every caller gets the one new token, from one
+    /// refresh call per account.
+    ///
+    /// `rejecting`: callers report a 401 for the current token instead of reading;
+    /// `racing`: the token has also expired and odd callers read while even ones report the
+    /// 401, so both refresh paths of a store meet in one storm.
+    mutating func staggeredStorm(round: Int, rejecting: Bool, racing: Bool) async -> Bool {
+        let ledgerStart = server.ledger.entries.count
+        let tasks = scenario.tasks
+        let accounts = stores.count
+        let aCount = min(tasks, max(accounts, tasks / 2))
+        let bCount = min(tasks - aCount, tasks / 4)
+        let probes = max(accounts, min(4, tasks))
+        let rejected = currentToken
+        let kind: OperationKind = rejecting ? .rejection : .refreshWait
+        let kindOf: @Sendable (Int) -> OperationKind = { caller in racing && caller % 2 == 1 ? .refreshWait : kind }
+        let body: Body = { store, account, caller throws(SessionError) in
+            if rejecting, let token = rejected[account], !(racing && caller % 2 == 1) {
+                return try await store.tokenRejected(token)
+            }
+            return try await store.validToken()
+        }
+        let what = racing ? "expiry with 401s" : rejecting ? "401 storm" : "expiry"
+        guard
+            let a = await heldWave(
+                0..<aCount, kind: kind, kindOf: kindOf, phase: "round \(round) \(what), wave A (before the refresh)",
+                body: body)
+        else { return false }
+        let b = launch(
+            aCount..<(aCount + bCount), kind: kind, kindOf: kindOf,
+            phase: "round \(round) \(what), wave B (while the refresh is in flight)", body: body)
+        guard await entered(b) else { return false }
+        await settle()
+        let released = TokenServer.realNanoseconds()
+        server.gate.release()
+        let c = launch(
+            (aCount + bCount)..<tasks, kind: kind, kindOf: kindOf,
+            phase: "round \(round) \(what), wave C (as the refresh lands)", body: body)
+        guard let storm = await collect([a, b, c], phase: "round \(round)") else { return false }
+        let d = launch(
+            tasks..<(tasks + probes), kind: kind, kindOf: kindOf,
+            phase: "round \(round) \(what), wave D (after it landed)", body: body)
+        guard let after = await collect([d], phase: "round \(round) wave D") else { return false }
+        record(storm + after)
+        countStorm(storm, ledgerStart: ledgerStart)
+        for account in stores.indices {
+            let attempts = refreshes(since: ledgerStart, account: account)
+            checkOneRefresh(attempts, round: round, what: what, released: released, staleAfterSuccess: rejecting)
+            checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
+            if rejecting, let token = rejected[account] {
+                checkRejectionRefreshed(
+                    (storm + after).filter { $0.account == account && $0.kind == .rejection }, rejected: token)
+            }
+        }
+        return await recover(after: storm + after)
+    }
+
+    /// A 401 storm on the current token (odd rounds: on an expired token while other callers
+    /// read, so a store's two refresh paths race), then stale 401s that must not reach the
+    /// server.
+    mutating func rejectionRound(round: Int) async -> Bool {
+        let racing = round % 2 == 1
+        if racing { time.advance(by: scenario.tokenLifetime) }
+        guard await staggeredStorm(round: round, rejecting: true, racing: racing) else { return false }
+        let stale = previousToken
+        guard stale.allSatisfy({ $0 != nil }) else { return true }
+        server.setContext("round \(round) stale 401s")
+        let before = server.ledger.refreshCalls
+        let probes = min(scenario.tasks, 8)
+        let wave = launch(0..<probes, kind: .rejection, phase: "round \(round) stale 401s") {
+            store, account, _ throws(SessionError) in
+            try await store.tokenRejected(stale[account]!)
+        }
+        guard let calls = await collect([wave], phase: "round \(round) stale 401s") else { return false }
+        record(calls)
+        let after = server.ledger.refreshCalls
+        if after != before {
+            oracle.report(
+                .staleRejectionDoesNotRefresh,
+                "\(after - before) refresh call(s) for 401s on a token older than the current one (round \(round))",
+                trace: [
+                    "round \(round): \(probes) callers reported 401 for generation(s) \(Set(stale.map { $0!.generation }).sorted())"
+                ]
+                    + server.ledger.entries.suffix(after - before).prefix(3).map(Oracle.describe))
+        }
+        for call in calls {
+            if case .success(let issued) = call.outcome, let current = currentToken[call.account],
+                issued.generation != current.generation
+            {
+                oracle.report(
+                    .staleRejectionDoesNotRefresh,
+                    "a stale 401 returned generation \(issued.generation), not the current \(current.generation) (round \(round))",
+                    trace: [
+                        "\(call.phase): caller \(call.caller) reported a 401 for generation \(stale[call.account]!.generation)",
+                        "the store's current token was generation \(current.generation); the call returned \(issued.generation)",
+                    ])
+            }
+        }
+        return true
+    }
+
+    /// A storm against a server scripted to fail as `fault` says, then follow-up calls one
+    /// at a time until the server's script is used up and one call succeeds.
+    mutating func flakyRound(round: Int, fault: RoundFault) async -> Bool {
+        time.advance(by: scenario.tokenLifetime)
+        server.setContext("round \(round) (\(fault.rawValue))")
+        let ledgerStart = server.ledger.entries.count
+        server.scriptRefreshes(fault.script)
+        defer { server.scriptRefreshes([]) }
+        guard
+            let wave = await heldWave(
+                0..<scenario.tasks, kind: .refreshWait, phase: "round \(round) storm (\(fault.rawValue))",
+                body: {
+                    store, _, _ throws(SessionError) in try await store.validToken()
+                })
+        else { return false }
+        guard let storm = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart) else { return false }
+        for account in stores.indices {
+            let attempts = refreshes(since: ledgerStart, account: account)
+            checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
+            checkNoRetryStorm(attempts, round: round)
+        }
+        // Follow-ups: each must refresh again (the failure is not sticky) and, once the
+        // scripted failures are spent, be served.
+        var followUps: [ObservedCall] = []
+        for account in stores.indices {
+            for index in 0...fault.script.count {
+                guard
+                    let call = await readCurrentToken(
+                        account, phase: "round \(round) follow-up \(index + 1) (\(fault.rawValue))")
+                else { return false }
+                followUps.append(call)
+                if case .success = call.outcome { break }
+                if call.error == .refreshTokenRevoked || call.error == .signedOut { break }
+            }
+        }
+        return await recover(after: storm + followUps)
+    }
+
+    /// Callers wait on a held refresh while some are cancelled: the one whose call started
+    /// the refresh in some rounds, never it in others, every one of them in a few. The
+    /// server sees a cancelled refresh call as a dropped connection, so a refresh that dies
+    /// with its initiator fails for everyone.
+    mutating func cancellationRound(round: Int) async -> Bool {
+        time.advance(by: scenario.tokenLifetime)
+        let ledgerStart = server.ledger.entries.count
+        let tasks = scenario.tasks
+        enum Plan: String {
+            case initiatorAndOthers = "initiator and others cancelled"
+            case othersOnly = "others cancelled"
+            case everyone = "every caller cancelled"
+        }
+        let plan: Plan = round % 5 == 4 ? .everyone : round % 2 == 0 ? .initiatorAndOthers : .othersOnly
+        server.setContext("round \(round) (\(plan.rawValue))")
+        var cancel: Set<Int>
+        switch plan {
+        case .initiatorAndOthers: cancel = chooseCancelled(1..<tasks, fraction: scenario.cancelFraction).union([0])
+        case .othersOnly: cancel = chooseCancelled(1..<tasks, fraction: scenario.cancelFraction)
+        case .everyone: cancel = Set(0..<tasks)
+        }
+        let body: Body = { store, _, _ throws(SessionError) in try await store.validToken() }
+        // The initiator first and alone, so which caller started the refresh is known.
+        guard
+            let initiator = await heldWave(
+                0..<1, kind: .refreshWait, phase: "round \(round) initiator", cancel: cancel, expectedRefreshes: 1,
+                body: body)
+        else { return false }
+        let others = launch(1..<tasks, kind: .refreshWait, phase: "round \(round) waiters", cancel: cancel, body: body)
+        guard await entered(others) else { return false }
+        await settle()
+        for caller in cancel {
+            if caller == 0 { initiator.tasks[0].cancel() } else { others.tasks[caller - 1].cancel() }
+        }
+        await settle()
+        guard let storm = await releaseAndCollect([initiator, others], round: round, ledgerStart: ledgerStart) else {
+            return false
+        }
+        for account in stores.indices {
+            let survivors = storm.filter { $0.account == account && !$0.wasCancelled }
+            checkSameOutcome(survivors, attempts: refreshes(since: ledgerStart, account: account), round: round)
+        }
+        var followUps: [ObservedCall] = []
+        if plan == .everyone {
+            // Nobody was left waiting; the refresh must still land for the next caller.
+            for account in stores.indices {
+                guard
+                    let call = await readCurrentToken(
+                        account, phase: "round \(round) first call after every waiter was cancelled")
+                else { return false }
+                followUps.append(call)
+            }
+        }
+        return await recover(after: storm.filter { !$0.wasCancelled } + followUps)
+    }
+
+    /// One storm of the scale scenario's crowd, measuring the live memory each waiter holds.
+    mutating func scaleStorm(round: Int) async -> Bool {
+        let ledgerStart = server.ledger.entries.count
+        let tasks = scenario.tasks
+        let allocationsBefore = memory?.begin()
+        defer { _ = memory?.end() }
+        let liveBefore = memory?.liveBytes()
+        guard
+            let wave = await heldWave(
+                0..<tasks, kind: .refreshWait, phase: "round \(round) storm",
+                body: {
+                    store, _, _ throws(SessionError) in try await store.validToken()
+                })
+        else { return false }
+        if let liveBefore, let memory, let callerBytes = outcome.callerBytesPerWaiter {
+            // Parked callers allocate nothing more: once live memory stops moving, every caller
+            // is parked behind the held refresh, and what is alive now is theirs.
+            var previous = memory.liveBytes()
+            var steadyReadings = 0
+            let deadline = ContinuousClock.now + runner.hangTimeout
+            while steadyReadings < 3, ContinuousClock.now < deadline {
+                await pause(.milliseconds(10))
+                let current = memory.liveBytes()
+                steadyReadings = current == previous ? steadyReadings + 1 : 0
+                previous = current
+            }
+            let perCaller = Double(Int64(previous) - Int64(liveBefore)) / Double(tasks)
+            outcome.storeBytesPerWaiter = max(0, perCaller - callerBytes)
+        }
+        guard
+            let calls = await releaseAndCollect(
+                [wave], round: round, ledgerStart: ledgerStart, allocationsSince: allocationsBefore)
+        else { return false }
+        for account in stores.indices {
+            let attempts = refreshes(since: ledgerStart, account: account)
+            checkOneRefresh(attempts, round: round, what: "expiry", released: nil)
+            checkSameOutcome(calls.filter { $0.account == account }, attempts: attempts, round: round)
+        }
+        return await recover(after: calls)
+    }
+
+    /// Lets the held refresh go, collects the storm's callers, records and counts them; with
+    /// `allocationsSince`, counts the storm's allocations up to the last caller's return (the
+    /// checks that follow are the harness's).
+    mutating func releaseAndCollect(
+        _ waves: [Wave], round: Int, ledgerStart: Int, allocationsSince: AllocationCounter.Snapshot? = nil
+    ) async -> [ObservedCall]? {
+        server.gate.release()
+        guard let calls = await collect(waves, phase: "round \(round)") else { return nil }
+        countAllocations(since: allocationsSince, callers: calls.count)
+        await refreshesAnswered()
+        record(calls)
+        countStorm(calls, ledgerStart: ledgerStart)
+        return calls
+    }
+
+    mutating func countStorm(_ calls: [ObservedCall], ledgerStart: Int) {
+        outcome.storms += stores.count
+        outcome.stormCallers += calls.count
+        outcome.stormRefreshCalls += server.ledger.entries.dropFirst(ledgerStart).count { $0.call == .refresh }
+    }
+
+}
