@@ -98,22 +98,18 @@ public actor ActorTaskStore: SessionStore {
         let (result, freshOnArrival) = await task.value
         // Re-entered: the world may have moved on while we waited.
         guard callerEpoch == epoch else { throw .signedOut }
+        let outcome: Result<AccessToken, SessionError> =
+            switch result {
+            case .success(let newGrant) where freshOnArrival: .success(newGrant.accessToken)
+            case .success: .failure(.refreshFailed)
+            case .failure(let error): .failure(SessionError(refreshFailure: error))
+            }
         if inFlight == task {
             // First waiter back applies the result, once, for everyone.
             inFlight = nil
-            switch result {
-            case .success(let newGrant): grant = newGrant
-            case .failure(.invalidGrant), .failure(.invalidCredentials): isRevoked = true
-            case .failure: break
-            }
+            if case .success(let newGrant) = result { grant = newGrant }
+            if case .failure(.refreshTokenRevoked) = outcome { isRevoked = true }
         }
-        switch result {
-        case .success(let newGrant) where freshOnArrival:
-            return newGrant.accessToken
-        case .success, .failure(.transient), .failure(.timeout):
-            throw .refreshFailed
-        case .failure(.invalidGrant), .failure(.invalidCredentials):
-            throw .refreshTokenRevoked
-        }
+        return try outcome.get()
     }
 }

@@ -164,12 +164,10 @@ public struct TokenLifecycle<Waiter> {
             // would be reuse, and the server would revoke the session.
             state = .active(grant: newGrant, refresh: nil)
             return (waiters, .failure(.refreshFailed))
-        case .failure(.invalidGrant), .failure(.invalidCredentials):
-            state = .revoked
-            return (waiters, .failure(.refreshTokenRevoked))
-        case .failure(.transient), .failure(.timeout):
-            state = .active(grant: grant, refresh: nil)
-            return (waiters, .failure(.refreshFailed))
+        case .failure(let endpointError):
+            let error = SessionError(refreshFailure: endpointError)
+            state = error == .refreshTokenRevoked ? .revoked : .active(grant: grant, refresh: nil)
+            return (waiters, .failure(error))
         }
     }
 
