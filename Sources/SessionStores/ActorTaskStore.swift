@@ -47,8 +47,9 @@ public actor ActorTaskStore: SessionStore {
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
         let grant = try currentGrant()
         let current = grant.accessToken
-        let isStale = token.subject != current.subject || token.generation < current.generation
-        if isStale, inFlight == nil, current.isFresh(at: clock.now(), margin: skew) { return current }
+        if token.isStale(comparedWith: current), inFlight == nil, current.isFresh(at: clock.now(), margin: skew) {
+            return current
+        }
         return try await awaitRefresh()
     }
 

@@ -86,14 +86,8 @@ public struct TokenLifecycle<Waiter> {
     /// fresh, and no refresh is in flight. `nil` when the caller must go through
     /// ``rejected(_:waiter:id:now:isCancelled:)``.
     public func currentTokenIfStale(_ rejected: AccessToken, at now: TokenInstant) -> AccessToken? {
-        guard let current = freshToken(at: now), Self.isStale(rejected, comparedWith: current) else { return nil }
+        guard let current = freshToken(at: now), rejected.isStale(comparedWith: current) else { return nil }
         return current
-    }
-
-    /// Whether `token` is older than `current` (or another user's): a 401 for it says nothing
-    /// about the current token.
-    static func isStale(_ token: AccessToken, comparedWith current: AccessToken) -> Bool {
-        token.subject != current.subject || token.generation < current.generation
     }
 
     /// Number of callers waiting on the current refresh.
@@ -134,7 +128,7 @@ public struct TokenLifecycle<Waiter> {
             // Signed out, revoked, or a refresh is already replacing the token: same as a read.
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }
-        if Self.isStale(token, comparedWith: grant.accessToken) {
+        if token.isStale(comparedWith: grant.accessToken) {
             // A newer token exists: hand it out (refreshing only if it has itself expired).
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }
