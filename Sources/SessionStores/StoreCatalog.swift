@@ -36,9 +36,6 @@ public enum StoreCatalog {
     /// The stores meant to be correct: what "all stores" means unless broken ones are asked for.
     public static var correct: [StoreDescriptor] { all.filter { !$0.isReferenceBroken } }
 
-    /// The stores kept broken on purpose.
-    public static var referenceBroken: [StoreDescriptor] { all.filter(\.isReferenceBroken) }
-
     /// The store called `name`, if there is one.
     public static func named(_ name: String) -> StoreDescriptor? { all.first { $0.name == name } }
 }

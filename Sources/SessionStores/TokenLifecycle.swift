@@ -137,7 +137,8 @@ public struct TokenLifecycle<Waiter> {
     }
 
     /// A refresh started by this machine finished. Returns the waiters to resume and the
-    /// outcome they all share; both empty when the refresh belongs to an ended session.
+    /// outcome they all share. A refresh that belongs to an ended session is discarded: no
+    /// waiters (they were resumed when the session ended) and ``SessionError/signedOut``.
     public mutating func refreshCompleted(
         _ request: RefreshRequest, result: Result<TokenGrant, TokenEndpointError>, now: TokenInstant
     ) -> (waiters: [Waiter], outcome: Outcome) {
