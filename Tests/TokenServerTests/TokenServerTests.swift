@@ -24,6 +24,25 @@ struct TokenServerTests {
         #expect(server.ledger.signInCalls == 2)
     }
 
+    @Test func issuedSecretsPrintRedacted() async throws {
+        let grant = try await server().signIn(alice)
+        let token = grant.accessToken
+        let expiry = token.expiresAt.nanoseconds
+        for (value, printed) in [
+            (alice as Any, "Credentials(redacted)"), (alice.subject, "Subject(redacted)"),
+            (grant.refreshToken, "RefreshToken(redacted)"),
+            (token, "AccessToken(generation: \(token.generation), expiresAt: \(expiry)ns, value: redacted 900 bytes)"),
+        ] {
+            #expect(String(describing: value) == printed)
+            #expect(String(reflecting: value) == printed)
+        }
+        var dumped = ""
+        dump((alice, grant), to: &dumped)
+        for secret in [token.value, grant.refreshToken.value, alice.subject.rawValue] {
+            #expect(!dumped.contains(secret))
+        }
+    }
+
     @Test func refreshRotatesTheRefreshToken() async throws {
         let server = server()
         let first = try await server.signIn(alice)
