@@ -32,7 +32,11 @@ final class AppSessionStore: SessionStore, @unchecked Sendable {
     }
 
     private func token(rejecting rejected: AccessToken?) async throws(SessionError) -> AccessToken {
-        enum Next { case ready(AccessToken), wait(Task<Result<TokenGrant, TokenEndpointError>, Never>, UInt64), fail(SessionError) }
+        enum Next {
+            case ready(AccessToken)
+            case wait(Task<Result<TokenGrant, TokenEndpointError>, Never>, UInt64)
+            case fail(SessionError)
+        }
         let next: Next = lock.withLock {
             if revoked { return .fail(.refreshTokenRevoked) }
             guard let grant else { return .fail(.signedOut) }
