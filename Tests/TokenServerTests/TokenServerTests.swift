@@ -166,11 +166,7 @@ struct TokenServerTests {
         let server = server()
         let grant = try await server.signIn(alice)
         server.gate.hold()
-        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
-            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
-                return .failure(error)
-            }
-        }
+        let refresh = Task { await server.refreshResult(grant.refreshToken) }
         while server.gate.waitingCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
         refresh.cancel()
         #expect(await refresh.value == .failure(.transient))
@@ -186,11 +182,7 @@ struct TokenServerTests {
     func cancelledWhileAnsweringLosesTheGrant() async throws {
         let server = server(.init(latency: .fixed(.milliseconds(200))))
         let grant = try await server.signIn(alice)
-        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
-            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
-                return .failure(error)
-            }
-        }
+        let refresh = Task { await server.refreshResult(grant.refreshToken) }
         while server.ledger.refreshCalls == 0 { try await Task.sleep(for: .milliseconds(1)) }
         refresh.cancel()
         #expect(await refresh.value == .failure(.transient))
