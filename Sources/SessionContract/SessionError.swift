@@ -25,6 +25,18 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+extension SessionError {
+    /// What every waiter of a refresh is told when the token endpoint refused it with `error`:
+    /// a refused grant ends the session (``refreshTokenRevoked``); a server error or a timeout
+    /// may pass, and the next call may refresh again (``refreshFailed``).
+    public init(refreshFailure error: TokenEndpointError) {
+        switch error {
+        case .invalidGrant, .invalidCredentials: self = .refreshTokenRevoked
+        case .transient, .timeout: self = .refreshFailed
+        }
+    }
+}
+
 /// How a token endpoint call fails, as a client sees it.
 public enum TokenEndpointError: Error, Hashable, Sendable {
     /// A server or network error; the same request may succeed later.

@@ -1,15 +1,9 @@
 /// The user a token belongs to. A user id is personal data: it is compared, never printed.
-public struct Subject: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct Subject: Hashable, Sendable, RedactedWhenPrinted {
     /// The raw identifier. Reach for it only to talk to a server; never log it.
     public let rawValue: String
 
     public init(_ rawValue: String) { self.rawValue = rawValue }
-
-    public var description: String { "Subject(redacted)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// A bearer token as a store hands it out.
@@ -52,7 +46,10 @@ public struct AccessToken: Hashable, Sendable, CustomStringConvertible, CustomDe
     }
 
     public var description: String {
-        "AccessToken(generation: \(generation), expiresAt: \(expiresAt.nanoseconds)ns, value: redacted \(value.utf8.count) bytes)"
+        """
+        AccessToken(generation: \(generation), expiresAt: \(expiresAt.nanoseconds)ns, \
+        value: redacted \(value.utf8.count) bytes)
+        """
     }
     public var debugDescription: String { description }
     public var customMirror: Mirror {
@@ -61,16 +58,10 @@ public struct AccessToken: Hashable, Sendable, CustomStringConvertible, CustomDe
 }
 
 /// A refresh token: secret, single-use on a rotating server.
-public struct RefreshToken: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct RefreshToken: Hashable, Sendable, RedactedWhenPrinted {
     public let value: String
 
     public init(_ value: String) { self.value = value }
-
-    public var description: String { "RefreshToken(redacted)" }
-    public var debugDescription: String { description }
-    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }
 
 /// What the server returns from a sign-in or a refresh.
@@ -85,9 +76,7 @@ public struct TokenGrant: Hashable, Sendable {
 }
 
 /// What a user presents to sign in. Both fields are secrets.
-public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct Credentials: Hashable, Sendable, RedactedWhenPrinted {
     public let subject: Subject
     public let secret: String
 
@@ -95,8 +84,14 @@ public struct Credentials: Hashable, Sendable, CustomStringConvertible, CustomDe
         self.subject = subject
         self.secret = secret
     }
+}
 
-    public var description: String { "Credentials(redacted)" }
+/// A value that holds a secret or personal data, and so prints as `TypeName(redacted)`
+/// everywhere: `print`, string interpolation, `debugPrint`, and `dump` (no children).
+public protocol RedactedWhenPrinted: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {}
+
+extension RedactedWhenPrinted {
+    public var description: String { "\(Self.self)(redacted)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

@@ -47,8 +47,9 @@ public actor ActorTaskStore: SessionStore {
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
         let grant = try currentGrant()
         let current = grant.accessToken
-        let isStale = token.subject != current.subject || token.generation < current.generation
-        if isStale, inFlight == nil, current.isFresh(at: clock.now(), margin: skew) { return current }
+        if token.isStale(comparedWith: current), inFlight == nil, current.isFresh(at: clock.now(), margin: skew) {
+            return current
+        }
         return try await awaitRefresh()
     }
 
@@ -98,22 +99,18 @@ public actor ActorTaskStore: SessionStore {
         let (result, freshOnArrival) = await task.value
         // Re-entered: the world may have moved on while we waited.
         guard callerEpoch == epoch else { throw .signedOut }
+        let outcome: Result<AccessToken, SessionError> =
+            switch result {
+            case .success(let newGrant) where freshOnArrival: .success(newGrant.accessToken)
+            case .success: .failure(.refreshFailed)
+            case .failure(let error): .failure(SessionError(refreshFailure: error))
+            }
         if inFlight == task {
             // First waiter back applies the result, once, for everyone.
             inFlight = nil
-            switch result {
-            case .success(let newGrant): grant = newGrant
-            case .failure(.invalidGrant), .failure(.invalidCredentials): isRevoked = true
-            case .failure: break
-            }
+            if case .success(let newGrant) = result { grant = newGrant }
+            if case .failure(.refreshTokenRevoked) = outcome { isRevoked = true }
         }
-        switch result {
-        case .success(let newGrant) where freshOnArrival:
-            return newGrant.accessToken
-        case .success, .failure(.transient), .failure(.timeout):
-            throw .refreshFailed
-        case .failure(.invalidGrant), .failure(.invalidCredentials):
-            throw .refreshTokenRevoked
-        }
+        return try outcome.get()
     }
 }

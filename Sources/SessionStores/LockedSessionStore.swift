@@ -76,7 +76,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     public func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
         // A 401 for an older token is answered like a read: the current token, no waiting.
-        if let current = currentToken(), TokenLifecycle<TokenWaiter>.isStale(token, comparedWith: current) {
+        if let current = currentToken(), token.isStale(comparedWith: current) {
             return current
         }
         return try await park { lifecycle, waiter, id, now, isCancelled in

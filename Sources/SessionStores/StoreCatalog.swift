@@ -8,12 +8,12 @@ public enum StoreCatalog {
             name: "lock-free-read", summary: "per-thread token copy checked by one atomic load; Mutex for writes",
             offersSynchronousRead: true
         ) { LockFreeReadStore(configuration: $0) },
-        StoreDescriptor(name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true) {
-            MutexStore(configuration: $0)
-        },
-        StoreDescriptor(name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true) {
-            NSLockStore(configuration: $0)
-        },
+        StoreDescriptor(
+            name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true
+        ) { MutexStore(configuration: $0) },
+        StoreDescriptor(
+            name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true
+        ) { NSLockStore(configuration: $0) },
         StoreDescriptor(name: "actor-task", summary: "actor sharing one in-flight refresh Task") {
             ActorTaskStore(configuration: $0)
         },
@@ -24,9 +24,10 @@ public enum StoreCatalog {
             name: "barrier-queue", summary: "concurrent DispatchQueue, sync reads, barrier writes",
             offersSynchronousRead: true
         ) { BarrierQueueStore(configuration: $0) },
-        StoreDescriptor(name: "serial-queue", summary: "serial DispatchQueue.sync around the shared lifecycle", offersSynchronousRead: true) {
-            SerialQueueStore(configuration: $0)
-        },
+        StoreDescriptor(
+            name: "serial-queue", summary: "serial DispatchQueue.sync around the shared lifecycle",
+            offersSynchronousRead: true
+        ) { SerialQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "actor-naive", summary: "seed ADR actor as written: check, await refresh, set",
             isReferenceBroken: true
@@ -35,9 +36,6 @@ public enum StoreCatalog {
 
     /// The stores meant to be correct: what "all stores" means unless broken ones are asked for.
     public static var correct: [StoreDescriptor] { all.filter { !$0.isReferenceBroken } }
-
-    /// The stores kept broken on purpose.
-    public static var referenceBroken: [StoreDescriptor] { all.filter(\.isReferenceBroken) }
 
     /// The store called `name`, if there is one.
     public static func named(_ name: String) -> StoreDescriptor? { all.first { $0.name == name } }

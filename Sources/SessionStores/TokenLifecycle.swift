@@ -86,14 +86,8 @@ public struct TokenLifecycle<Waiter> {
     /// fresh, and no refresh is in flight. `nil` when the caller must go through
     /// ``rejected(_:waiter:id:now:isCancelled:)``.
     public func currentTokenIfStale(_ rejected: AccessToken, at now: TokenInstant) -> AccessToken? {
-        guard let current = freshToken(at: now), Self.isStale(rejected, comparedWith: current) else { return nil }
+        guard let current = freshToken(at: now), rejected.isStale(comparedWith: current) else { return nil }
         return current
-    }
-
-    /// Whether `token` is older than `current` (or another user's): a 401 for it says nothing
-    /// about the current token.
-    static func isStale(_ token: AccessToken, comparedWith current: AccessToken) -> Bool {
-        token.subject != current.subject || token.generation < current.generation
     }
 
     /// Number of callers waiting on the current refresh.
@@ -134,7 +128,7 @@ public struct TokenLifecycle<Waiter> {
             // Signed out, revoked, or a refresh is already replacing the token: same as a read.
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }
-        if Self.isStale(token, comparedWith: grant.accessToken) {
+        if token.isStale(comparedWith: grant.accessToken) {
             // A newer token exists: hand it out (refreshing only if it has itself expired).
             return acquire(waiter, id: id, now: now, isCancelled: isCancelled)
         }
@@ -143,7 +137,8 @@ public struct TokenLifecycle<Waiter> {
     }
 
     /// A refresh started by this machine finished. Returns the waiters to resume and the
-    /// outcome they all share; both empty when the refresh belongs to an ended session.
+    /// outcome they all share. A refresh that belongs to an ended session is discarded: no
+    /// waiters (they were resumed when the session ended) and ``SessionError/signedOut``.
     public mutating func refreshCompleted(
         _ request: RefreshRequest, result: Result<TokenGrant, TokenEndpointError>, now: TokenInstant
     ) -> (waiters: [Waiter], outcome: Outcome) {
@@ -164,12 +159,10 @@ public struct TokenLifecycle<Waiter> {
             // would be reuse, and the server would revoke the session.
             state = .active(grant: newGrant, refresh: nil)
             return (waiters, .failure(.refreshFailed))
-        case .failure(.invalidGrant), .failure(.invalidCredentials):
-            state = .revoked
-            return (waiters, .failure(.refreshTokenRevoked))
-        case .failure(.transient), .failure(.timeout):
-            state = .active(grant: grant, refresh: nil)
-            return (waiters, .failure(.refreshFailed))
+        case .failure(let endpointError):
+            let error = SessionError(refreshFailure: endpointError)
+            state = error == .refreshTokenRevoked ? .revoked : .active(grant: grant, refresh: nil)
+            return (waiters, .failure(error))
         }
     }
 

@@ -37,7 +37,8 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
 
     /// A task finished with `value`.
     public func finish(_ value: Value) {
-        let (waiter, results) = state.withLock(visibleTo: self) { state -> (CheckedContinuation<[Value]?, Never>?, [Value]) in
+        let (waiter, results) = state.withLock(visibleTo: self) {
+            state -> (CheckedContinuation<[Value]?, Never>?, [Value]) in
             state.results.append(value)
             guard state.results.count == expected, let waiter = state.waitingForResults else { return (nil, []) }
             state.waitingForResults = nil

@@ -86,7 +86,9 @@ public final class TokenServer: TokenEndpoint {
 
     /// Makes the next `count` refresh calls fail with `fault`, ahead of any random fault.
     public func injectRefreshFaults(_ fault: FaultModel.Fault, count: Int = 1) {
-        state.withLock(visibleTo: self) { $0.scriptedFaults.append(contentsOf: repeatElement(Optional(fault), count: count)) }
+        state.withLock(visibleTo: self) {
+            $0.scriptedFaults.append(contentsOf: repeatElement(Optional(fault), count: count))
+        }
     }
 
     /// Scripts the next refresh calls: each element is the fault for one call, `nil` for a
@@ -141,7 +143,8 @@ public final class TokenServer: TokenEndpoint {
             state.withLock(visibleTo: self) { state in
                 let record = state.refreshTokens[refreshToken.value]
                 let index = state.ledger.append(
-                    at: clock.now(), call: .refresh, family: record?.family ?? 0, presentedGeneration: record?.generation,
+                    at: clock.now(), call: .refresh, family: record?.family ?? 0,
+                    presentedGeneration: record?.generation,
                     outcome: .dropped, issuedGeneration: nil, sentAt: sentAt, context: state.context)
                 state.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
             }
@@ -164,7 +167,9 @@ public final class TokenServer: TokenEndpoint {
     }
 
     /// Decides one refresh under the lock and records it.
-    private func redeem(_ state: inout State, _ presented: RefreshToken, sentAt: Int64) -> Result<TokenGrant, TokenEndpointError> {
+    private func redeem(
+        _ state: inout State, _ presented: RefreshToken, sentAt: Int64
+    ) -> Result<TokenGrant, TokenEndpointError> {
         let now = clock.now()
         let fault = state.scriptedFaults.isEmpty
             ? configuration.faults.draw(using: &state.random) : state.scriptedFaults.removeFirst()

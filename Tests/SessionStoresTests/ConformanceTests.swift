@@ -81,13 +81,7 @@ struct ConformanceTests {
         fixture.server.gate.hold()
         defer { fixture.server.gate.release() }
         let store = fixture.store
-        let waiters = (0..<10).map { _ in
-            Task { () async -> Result<AccessToken, SessionError> in
-                do throws(SessionError) { return .success(try await store.validToken()) } catch {
-                    return .failure(error)
-                }
-            }
-        }
+        let waiters = (0..<10).map { _ in fixture.validTokenTask() }
         let gate = fixture.server.gate
         try await eventually("the refresh to reach the server") { gate.waitingCount == 1 }
 
@@ -110,13 +104,7 @@ struct ConformanceTests {
         fixture.server.gate.hold()
         defer { fixture.server.gate.release() }
         let store = fixture.store
-        let waiters = (0..<10).map { _ in
-            Task { () async -> Result<AccessToken, SessionError> in
-                do throws(SessionError) { return .success(try await store.validToken()) } catch {
-                    return .failure(error)
-                }
-            }
-        }
+        let waiters = (0..<10).map { _ in fixture.validTokenTask() }
         let gate = fixture.server.gate
         try await eventually("Alice's refresh to reach the server") { gate.waitingCount == 1 }
 
@@ -171,16 +159,9 @@ struct ConformanceTests {
         gate.hold()
         defer { gate.release() }
         let store = fixture.store
-        func waiter() -> Task<Result<AccessToken, SessionError>, Never> {
-            Task {
-                do throws(SessionError) { return .success(try await store.validToken()) } catch {
-                    return .failure(error)
-                }
-            }
-        }
-        let initiator = waiter()
+        let initiator = fixture.validTokenTask()
         try await eventually("the initiator's refresh to reach the server") { gate.waitingCount == 1 }
-        let others = (0..<20).map { _ in waiter() }
+        let others = (0..<20).map { _ in fixture.validTokenTask() }
         try await Task.sleep(for: .milliseconds(20))
         initiator.cancel()
         for cancelled in others.prefix(5) { cancelled.cancel() }

@@ -57,7 +57,9 @@ struct TokenLifecycleTests {
         var lifecycle = signedIn(5)
         let current = try #require(lifecycle.freshToken(at: start))
         let older = AccessToken(value: "old", subject: Subject("a"), generation: 4, expiresAt: start)
-        guard case .resume(7, .success(let token)) = lifecycle.rejected(older, waiter: 7, id: 7, now: start, isCancelled: false)
+        guard
+            case .resume(7, .success(let token)) = lifecycle.rejected(
+                older, waiter: 7, id: 7, now: start, isCancelled: false)
         else {
             Issue.record("a stale 401 returns the current token")
             return
@@ -74,7 +76,9 @@ struct TokenLifecycleTests {
         #expect(lifecycle.currentTokenIfStale(older, at: start) == current)
         #expect(lifecycle.currentTokenIfStale(otherUser, at: start) == current)
         #expect(lifecycle.currentTokenIfStale(current, at: start) == nil, "a 401 for the current token must refresh")
-        #expect(lifecycle.currentTokenIfStale(older, at: start + .seconds(95)) == nil, "not when the current one is stale too")
+        #expect(
+            lifecycle.currentTokenIfStale(older, at: start + .seconds(95)) == nil,
+            "not when the current one is stale too")
         _ = lifecycle.rejected(current, waiter: 1, id: 1, now: start, isCancelled: false)
         #expect(lifecycle.currentTokenIfStale(older, at: start) == nil, "not while a refresh is in flight")
     }
@@ -111,7 +115,8 @@ struct TokenLifecycleTests {
         #expect(lifecycle.cancelWaiter(id: 1) == 1)
         #expect(lifecycle.cancelWaiter(id: 1) == nil, "cancelled once")
         #expect(lifecycle.waiterCount == 1)
-        let (waiters, outcome) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        let (waiters, outcome) = lifecycle.refreshCompleted(
+            refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
         #expect(waiters == [2])
         #expect(try outcome.get().generation == 2)
     }
@@ -133,7 +138,8 @@ struct TokenLifecycleTests {
         let late = start + .seconds(95)
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         // Issued with a lifetime shorter than the trip: expired by the time it lands.
-        let (_, outcome) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2, expiresIn: 90)), now: late)
+        let (_, outcome) = lifecycle.refreshCompleted(
+            refresh, result: .success(grant(generation: 2, expiresIn: 90)), now: late)
         #expect(outcome.error == .refreshFailed)
         let next = try #require(request(lifecycle.acquire(2, id: 2, now: late, isCancelled: false)))
         #expect(next.refreshToken == RefreshToken("r2"), "the used refresh token r1 would be a reuse")
@@ -145,7 +151,8 @@ struct TokenLifecycleTests {
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         let (_, outcome) = lifecycle.refreshCompleted(refresh, result: .failure(.invalidGrant), now: late)
         #expect(outcome.error == .refreshTokenRevoked)
-        guard case .resume(2, .failure(.refreshTokenRevoked)) = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        guard
+            case .resume(2, .failure(.refreshTokenRevoked)) = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
         else {
             Issue.record("revoked is terminal until sign-in")
             return

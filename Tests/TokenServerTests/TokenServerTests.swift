@@ -24,6 +24,25 @@ struct TokenServerTests {
         #expect(server.ledger.signInCalls == 2)
     }
 
+    @Test func issuedSecretsPrintRedacted() async throws {
+        let grant = try await server().signIn(alice)
+        let token = grant.accessToken
+        let expiry = token.expiresAt.nanoseconds
+        for (value, printed) in [
+            (alice as Any, "Credentials(redacted)"), (alice.subject, "Subject(redacted)"),
+            (grant.refreshToken, "RefreshToken(redacted)"),
+            (token, "AccessToken(generation: \(token.generation), expiresAt: \(expiry)ns, value: redacted 900 bytes)"),
+        ] {
+            #expect(String(describing: value) == printed)
+            #expect(String(reflecting: value) == printed)
+        }
+        var dumped = ""
+        dump((alice, grant), to: &dumped)
+        for secret in [token.value, grant.refreshToken.value, alice.subject.rawValue] {
+            #expect(!dumped.contains(secret))
+        }
+    }
+
     @Test func refreshRotatesTheRefreshToken() async throws {
         let server = server()
         let first = try await server.signIn(alice)
@@ -147,11 +166,7 @@ struct TokenServerTests {
         let server = server()
         let grant = try await server.signIn(alice)
         server.gate.hold()
-        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
-            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
-                return .failure(error)
-            }
-        }
+        let refresh = Task { await server.refreshResult(grant.refreshToken) }
         while server.gate.waitingCount == 0 { try await Task.sleep(for: .milliseconds(1)) }
         refresh.cancel()
         #expect(await refresh.value == .failure(.transient))
@@ -167,11 +182,7 @@ struct TokenServerTests {
     func cancelledWhileAnsweringLosesTheGrant() async throws {
         let server = server(.init(latency: .fixed(.milliseconds(200))))
         let grant = try await server.signIn(alice)
-        let refresh = Task { () -> Result<TokenGrant, TokenEndpointError> in
-            do throws(TokenEndpointError) { return .success(try await server.refresh(grant.refreshToken)) } catch {
-                return .failure(error)
-            }
-        }
+        let refresh = Task { await server.refreshResult(grant.refreshToken) }
         while server.ledger.refreshCalls == 0 { try await Task.sleep(for: .milliseconds(1)) }
         refresh.cancel()
         #expect(await refresh.value == .failure(.transient))

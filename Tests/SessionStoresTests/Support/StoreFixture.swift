@@ -31,6 +31,16 @@ struct StoreFixture {
         return try await store.validToken()
     }
 
+    /// A caller of `validToken()` in a task of its own, with its outcome as a `Result`.
+    func validTokenTask() -> Task<Result<AccessToken, SessionError>, Never> {
+        let store = self.store
+        return Task {
+            do throws(SessionError) { return .success(try await store.validToken()) } catch {
+                return .failure(error)
+            }
+        }
+    }
+
     /// Moves time past the current token's expiry.
     func expire() { time.advance(by: Self.lifetime) }
 

@@ -32,7 +32,11 @@ final class AppSessionStore: SessionStore, @unchecked Sendable {
     }
 
     private func token(rejecting rejected: AccessToken?) async throws(SessionError) -> AccessToken {
-        enum Next { case ready(AccessToken), wait(Task<Result<TokenGrant, TokenEndpointError>, Never>, UInt64), fail(SessionError) }
+        enum Next {
+            case ready(AccessToken)
+            case wait(Task<Result<TokenGrant, TokenEndpointError>, Never>, UInt64)
+            case fail(SessionError)
+        }
         let next: Next = lock.withLock {
             if revoked { return .fail(.refreshTokenRevoked) }
             guard let grant else { return .fail(.signedOut) }
@@ -52,19 +56,13 @@ final class AppSessionStore: SessionStore, @unchecked Sendable {
             let result = await task.value
             return try lock.withLock { () -> Result<AccessToken, SessionError> in
                 guard epoch == startEpoch else { return .failure(.signedOut) }
+                let outcome = result.map(\.accessToken).mapError(SessionError.init(refreshFailure:))
                 if inFlight == task {
                     inFlight = nil
-                    switch result {
-                    case .success(let new): grant = new
-                    case .failure(.invalidGrant), .failure(.invalidCredentials): revoked = true
-                    case .failure: break
-                    }
+                    if case .success(let new) = result { grant = new }
+                    if case .failure(.refreshTokenRevoked) = outcome { revoked = true }
                 }
-                switch result {
-                case .success(let new): return .success(new.accessToken)
-                case .failure(.invalidGrant), .failure(.invalidCredentials): return .failure(.refreshTokenRevoked)
-                case .failure: return .failure(.refreshFailed)
-                }
+                return outcome
             }.get()
         }
     }
