@@ -113,8 +113,7 @@ private final class SemaphoreRefreshStore: SessionStore, @unchecked Sendable {
         case .success(let next):
             grant = next
             return next.accessToken
-        case .failure(.invalidGrant), .failure(.invalidCredentials): throw .refreshTokenRevoked
-        case .failure: throw .refreshFailed
+        case .failure(let error): throw SessionError(refreshFailure: error)
         }
     }
 
