@@ -94,8 +94,12 @@ extension Thresholds {
                 thresholds.run.allocator = try reader.choice(allocator, at: "run.allocator", naming: "allocator")
             }
             if let counter = run["allocation_counter"] {
-                thresholds.run.allocationCounter = try reader.choice(
+                let kind: AllocationCounterKind = try reader.choice(
                     counter, at: "run.allocation_counter", naming: "counter")
+                if kind == .jemalloc, (thresholds.run.allocator ?? .system) != .jemalloc {
+                    throw reader.fail("run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
+                }
+                thresholds.run.allocationCounter = kind
             }
         }
         guard let limits = root["limits"] else { throw reader.fail("limits", "is missing; give a list of limits") }
