@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SessionContract", targets: ["SessionContract"]),
         .library(name: "SessionStores", targets: ["SessionStores"]),
         .library(name: "TokenServer", targets: ["TokenServer"]),
+        .library(name: "SessionStorage", targets: ["SessionStorage"]),
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
         .executable(name: "session-bench", targets: ["session-bench"]),
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.1.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -33,6 +35,13 @@ let package = Package(
         // The competing stores, each in its own file, sharing one token lifecycle.
         .target(
             name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"], swiftSettings: imports),
+        // Where stores keep a session between launches: files written atomically, a JSON file
+        // (plaintext, the UserDefaults analogue), an AES-GCM encrypted file, and the deliberately
+        // wrong backends the crash and at-rest checks must catch.
+        .target(
+            name: "SessionStorage",
+            dependencies: ["SessionContract", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: imports),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"], swiftSettings: imports),
         // The harness's sample clock: the CPU's time-stamp counter, read inline.
@@ -43,7 +52,7 @@ let package = Package(
         .target(
             name: "SessionBench",
             dependencies: [
-                "SessionContract", "TokenServer", "SessionSync", "CSampleClock", "CPlacement",
+                "SessionContract", "TokenServer", "SessionStorage", "SessionSync", "CSampleClock", "CPlacement",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 // Allocation counts with no system package: a shared library preloaded into
                 // each measuring process, counting every malloc on its way to the allocator.
@@ -55,7 +64,7 @@ let package = Package(
         .target(
             name: "SessionBenchCLI",
             dependencies: [
-                "SessionBench", "SessionContract", "SessionStores",
+                "SessionBench", "SessionContract", "SessionStores", "SessionStorage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: imports
@@ -70,6 +79,8 @@ let package = Package(
             ],
             swiftSettings: imports
         ),
+        .testTarget(
+            name: "SessionStorageTests", dependencies: ["SessionStorage", "SessionContract"], swiftSettings: imports),
         .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"], swiftSettings: imports),
         .testTarget(
             name: "SessionStoresTests",

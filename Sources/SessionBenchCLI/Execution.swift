@@ -25,14 +25,31 @@ struct Execution {
     /// Every store through every scenario, store by store, with a numbered progress line per
     /// result unless `quiet`.
     func run(stores: [StoreDescriptor], scenarios: [Scenario]) async -> [ScenarioResult] {
-        let progress = ProgressLines(total: stores.count * scenarios.count, quiet: quiet)
+        let plan = stores.map { ($0, Self.scenarios(scenarios, for: $0)) }
+        if !quiet, let note = Self.storageNote(stores: stores, scenarios: scenarios) { Log.progress(note) }
+        let progress = ProgressLines(total: plan.map(\.1.count).reduce(0, +), quiet: quiet)
         var results: [ScenarioResult] = []
-        for store in stores {
+        for (store, scenarios) in plan where !scenarios.isEmpty {
             results += await run(store: store, scenarios: scenarios) { result in
                 progress.record("\(result.store) × \(result.scenario): \(result.verdict.rawValue)")
             }
         }
         return results
+    }
+
+    /// The scenarios `store` can run: those over storage only for stores that keep their
+    /// session in it (`StoreDescriptor.persistsSession`).
+    static func scenarios(_ scenarios: [Scenario], for store: StoreDescriptor) -> [Scenario] {
+        scenarios.filter { !$0.needsStorage || store.persistsSession }
+    }
+
+    /// A note for the stores a run leaves out of its scenarios over storage; `nil` if none.
+    static func storageNote(stores: [StoreDescriptor], scenarios: [Scenario]) -> String? {
+        guard scenarios.contains(where: \.needsStorage) else { return nil }
+        let left = stores.filter { !$0.persistsSession }.map(\.name)
+        guard !left.isEmpty else { return nil }
+        return "note: \(left.joined(separator: ", ")) keep no storage (StoreDescriptor.persistsSession) "
+            + "and do not run the scenarios over storage"
     }
 
     /// `store` through `scenarios` in order, one result per scenario; `progress` hears each
@@ -62,6 +79,7 @@ struct Execution {
     /// leaves nothing to run the rest: the verdict is printed and the process exits.
     private var runner: ScenarioRunner {
         var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
+        runner.sessionProcesses = ChildSessionLauncher()
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
             print(report.table(), terminator: "")

@@ -7,11 +7,19 @@ public struct SessionStoreConfiguration: Sendable {
     /// Never less than the clock's resolution, so a coarse clock cannot hand out a token
     /// that has expired between two of its ticks.
     public var refreshSkew: Duration
+    /// Where the session is kept between launches; `nil` for a store that keeps it in memory
+    /// only. A store that offers persistence (``StoreDescriptor/persistsSession``) restores
+    /// from it when made and saves each grant before handing out its token.
+    public var storage: (any TokenStorage)?
 
-    public init(endpoint: any TokenEndpoint, clock: TokenClock = .coarse, refreshSkew: Duration = .milliseconds(20)) {
+    public init(
+        endpoint: any TokenEndpoint, clock: TokenClock = .coarse, refreshSkew: Duration = .milliseconds(20),
+        storage: (any TokenStorage)? = nil
+    ) {
         self.endpoint = endpoint
         self.clock = clock
         self.refreshSkew = max(refreshSkew, clock.resolution)
+        self.storage = storage
     }
 }
 
@@ -28,16 +36,21 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
     public let isReferenceBroken: Bool
     /// Whether instances implement ``SynchronousTokenReading``.
     public let offersSynchronousRead: Bool
+    /// Whether instances keep their session in ``SessionStoreConfiguration/storage`` when given
+    /// one (restore when made, save before publishing, clear on sign-out). Only such stores run
+    /// the scenarios that restart the process over the same storage.
+    public let persistsSession: Bool
     private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
-        make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
+        persistsSession: Bool = false, make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
     ) {
         self.name = name
         self.summary = summary
         self.isReferenceBroken = isReferenceBroken
         self.offersSynchronousRead = offersSynchronousRead
+        self.persistsSession = persistsSession
         self.factory = make
     }
 

@@ -42,16 +42,28 @@ extension LifecycleGuard {
 /// - Slow path: a continuation per waiter, parked in the lifecycle; one unstructured task
 ///   per refresh, which no waiter's cancellation can reach. Continuations are resumed after
 ///   the guard is released.
+/// - Storage (when the configuration has one): the saved session is restored when the store
+///   is made; each grant is saved before its token reaches anyone; sign-out and the start of
+///   a sign-in clear it (``SessionPersistence``). Reads never touch it.
 public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenReading {
     let lifecycle: Guard
     let clock: TokenClock
     let endpoint: any TokenEndpoint
+    let persistence: SessionPersistence?
     private let waiterIDs = Atomic<UInt64>(0)
 
-    public init(configuration: SessionStoreConfiguration) {
+    public convenience init(configuration: SessionStoreConfiguration) {
+        self.init(configuration: configuration, persistOrder: .beforePublish)
+    }
+
+    init(configuration: SessionStoreConfiguration, persistOrder: SessionPersistence.Order) {
         lifecycle = Guard(TokenLifecycle(skew: configuration.refreshSkew))
         clock = configuration.clock
         endpoint = configuration.endpoint
+        persistence = configuration.storage.map { SessionPersistence(storage: $0, order: persistOrder) }
+        if let grant = persistence?.restore() {
+            lifecycle.withExclusiveAccess { $0.restore(grant) }
+        }
     }
 
     // The fast path, specialized for the built-in guards: the generic entry point jumps to a
@@ -85,15 +97,42 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     }
 
     public func signIn(_ credentials: Credentials) async throws(SessionError) {
-        let (epoch, orphans) = lifecycle.withExclusiveAccess { $0.beginSignIn() }
+        let (epoch, orphans) = ending { $0.beginSignIn() }
         resume(orphans, with: .failure(.signedOut))
         let result = await endpoint.signInResult(credentials)
-        try lifecycle.withExclusiveAccess { $0.signInCompleted(epoch: epoch, result: result) }.get()
+        let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrentSignIn(epoch: epoch) } }
+        try persisting(try? result.get(), isCurrent: isCurrent) {
+            lifecycle.withExclusiveAccess { $0.signInCompleted(epoch: epoch, result: result) }
+        }.get()
     }
 
     public func signOut() async {
-        let orphans = lifecycle.withExclusiveAccess { $0.signOut() }
+        let orphans = ending { $0.signOut() }
         resume(orphans, with: .failure(.signedOut))
+    }
+
+    /// Ends the session through `event`; with storage, clears it with no save in between.
+    private func ending<R: Sendable>(_ event: @escaping (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
+        guard let persistence else { return lifecycle.withExclusiveAccess(event) }
+        return persistence.end { lifecycle.withExclusiveAccess(event) }
+    }
+
+    /// Runs `publish`, which hands `grant`'s token out, with the save of `grant` before it while
+    /// `isCurrent()` holds (or, for the reference-broken order, after it).
+    private func persisting<R>(_ grant: TokenGrant?, isCurrent: () -> Bool, publish: () -> R) -> R {
+        guard let persistence, let grant else { return publish() }
+        switch persistence.order {
+        case .beforePublish:
+            persistence.save(grant, ifCurrent: isCurrent)
+            return publish()
+        case .afterPublish:
+            let published = publish()
+            persistence.save(grant) { lifecycle.withSharedAccess { $0.holds(grant) } }
+            return published
+        case .unfenced:
+            persistence.save(grant) { true }
+            return publish()
+        }
     }
 
     /// Parks the caller in the lifecycle through `event`, acting on what it decides.
@@ -134,10 +173,13 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     private func refresh(_ request: TokenLifecycle<TokenWaiter>.RefreshRequest) async {
         let result = await endpoint.refreshResult(request.refreshToken)
-        let (waiters, outcome) = lifecycle.withExclusiveAccess {
-            $0.refreshCompleted(request, result: result, now: clock.now())
+        let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrent(request) } }
+        persisting(try? result.get(), isCurrent: isCurrent) {
+            let (waiters, outcome) = lifecycle.withExclusiveAccess {
+                $0.refreshCompleted(request, result: result, now: clock.now())
+            }
+            resume(waiters, with: outcome)
         }
-        resume(waiters, with: outcome)
     }
 
     private func resume(_ waiters: [TokenWaiter], with outcome: Result<AccessToken, SessionError>) {

@@ -6,13 +6,15 @@ public enum StoreCatalog {
     public static let all: [StoreDescriptor] = [
         StoreDescriptor(
             name: "lock-free-read", summary: "per-thread token copy checked by one atomic load; Mutex for writes",
-            offersSynchronousRead: true
+            offersSynchronousRead: true, persistsSession: true
         ) { LockFreeReadStore(configuration: $0) },
         StoreDescriptor(
-            name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true
+            name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true,
+            persistsSession: true
         ) { MutexStore(configuration: $0) },
         StoreDescriptor(
-            name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true
+            name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true,
+            persistsSession: true
         ) { NSLockStore(configuration: $0) },
         StoreDescriptor(name: "actor-task", summary: "actor sharing one in-flight refresh Task") {
             ActorTaskStore(configuration: $0)
@@ -22,16 +24,26 @@ public enum StoreCatalog {
         },
         StoreDescriptor(
             name: "barrier-queue", summary: "concurrent DispatchQueue, sync reads, barrier writes",
-            offersSynchronousRead: true
+            offersSynchronousRead: true, persistsSession: true
         ) { BarrierQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "serial-queue", summary: "serial DispatchQueue.sync around the shared lifecycle",
-            offersSynchronousRead: true
+            offersSynchronousRead: true, persistsSession: true
         ) { SerialQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "actor-naive", summary: "seed ADR actor as written: check, await refresh, set",
             isReferenceBroken: true
         ) { NaiveActorStore(configuration: $0) },
+        StoreDescriptor(
+            name: "persist-after-publish",
+            summary: "mutex store that hands a refreshed token out before saving its grant",
+            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true
+        ) { MutexStore(configuration: $0, persistOrder: .afterPublish) },
+        StoreDescriptor(
+            name: "persist-unfenced",
+            summary: "mutex store that saves every refreshed grant, even one a sign-out discarded",
+            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true
+        ) { MutexStore(configuration: $0, persistOrder: .unfenced) },
     ]
 
     /// The stores meant to be correct: what "all stores" means unless broken ones are asked for.

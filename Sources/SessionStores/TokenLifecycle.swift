@@ -90,6 +90,26 @@ public struct TokenLifecycle<Waiter> {
         return current
     }
 
+    /// Whether `request` is still the refresh this session waits for: its epoch is current and no
+    /// sign-out, sign-in or other completion has superseded it. A store that persists grants
+    /// asks this before saving one, so a refresh discarded by a sign-out is never written.
+    public func isCurrent(_ request: RefreshRequest) -> Bool {
+        guard request.epoch == epoch, case .active(_, let refresh?) = state else { return false }
+        return refresh.id == request.id
+    }
+
+    /// Whether a sign-in of `signInEpoch` is still the one under way.
+    public func isCurrentSignIn(epoch signInEpoch: UInt64) -> Bool {
+        guard signInEpoch == epoch, case .signingIn = state else { return false }
+        return true
+    }
+
+    /// Whether `grant` is the session's current grant (refreshing or not).
+    public func holds(_ grant: TokenGrant) -> Bool {
+        guard case .active(let current, _) = state else { return false }
+        return current.refreshToken == grant.refreshToken
+    }
+
     /// Number of callers waiting on the current refresh.
     public var waiterCount: Int {
         if case .active(_, let refresh?) = state { return refresh.waiters.count }
@@ -194,6 +214,15 @@ public struct TokenLifecycle<Waiter> {
             state = .signedOut
             return .failure(.signInFailed)
         }
+    }
+
+    /// A session saved by an earlier launch: the store starts signed in with `grant`, as if its
+    /// sign-in had just completed. Only in a store still signed out (a new one); otherwise ignored.
+    public mutating func restore(_ grant: TokenGrant) {
+        guard case .signedOut = state else { return }
+        epoch &+= 1
+        version &+= 1
+        state = .active(grant: grant, refresh: nil)
     }
 
     /// Sign-out. Returns the waiters to resume with ``SessionError/signedOut``.

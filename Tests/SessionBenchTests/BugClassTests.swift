@@ -65,7 +65,9 @@ struct BugClassTests {
 
     @Test("every invariant has a store that breaks it")
     func everyInvariantCovered() {
-        let covered = Set(Self.cases.compactMap(\.expected) + OracleTests.cases.map(\.invariant))
+        let covered = Set(
+            Self.cases.compactMap(\.expected) + OracleTests.cases.map(\.invariant)
+                + CrashRestartTests.cases.map(\.expected))
         #expect(covered == Set(Invariant.allCases))
     }
 }

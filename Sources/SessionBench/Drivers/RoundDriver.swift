@@ -116,8 +116,8 @@ struct RoundDriver {
     mutating func play(round: Int) async -> Bool {
         server.setContext("round \(round)")
         switch scenario.kind {
-        case .steadyReads:
-            preconditionFailure("steady-reads is not round-based")
+        case .steadyReads, .crashRestart:
+            preconditionFailure("\(scenario.kind.rawValue) has a driver of its own")
         case .expiryStorm, .family:
             time.advance(by: scenario.tokenLifetime)
             return await staggeredStorm(round: round, rejecting: false, racing: false)

@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import SessionContract
+import SessionStorage
 import TokenServer
 
 /// Runs scenarios against stores, in this process, with a watchdog.
@@ -16,6 +17,10 @@ public struct ScenarioRunner: Sendable {
     /// again; the measuring process writes the verdict and exits. By default the verdict is
     /// written to standard error.
     public var onStarvation: (@Sendable (ScenarioResult) -> Void)?
+
+    /// Starts the session processes that scenarios over storage kill and restart; without
+    /// one (a runner in a test or a user's program), those scenarios end in `error`, saying why.
+    public var sessionProcesses: (any SessionProcessLauncher)?
 
     public init(hangTimeout: Duration = .seconds(5), settle: Duration = .milliseconds(1)) {
         self.hangTimeout = hangTimeout
@@ -70,6 +75,18 @@ public struct ScenarioRunner: Sendable {
         // The drivers write their figures into the result itself.
         let outcome = DriverOutcome(result: result)
         switch scenario.kind {
+        case .crashRestart:
+            var outcome = outcome
+            if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
+                await CrashRestartDriver(
+                    runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
+                    backend: backend
+                ).run(outcome: &outcome)
+            } else {
+                outcome.failure =
+                    "\(scenario.name) starts and kills session processes: run it through the session-bench command line"
+            }
+            result = outcome.finished()
         case .steadyReads:
             result = await SteadyDriver(
                 runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch
@@ -88,6 +105,8 @@ public struct ScenarioRunner: Sendable {
         result.violations = oracle.violations
         if result.hang != nil {
             result.verdict = .hung
+        } else if result.verdict == .crashed {
+            // A driver saw the store crash a process of its own (a session process).
         } else if result.failure != nil {
             result.verdict = .error
         } else if !result.violations.isEmpty {

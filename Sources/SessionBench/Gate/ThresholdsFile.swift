@@ -68,7 +68,7 @@ extension Thresholds {
             if let scenarios = run["scenarios"] {
                 thresholds.run.scenarios = try reader.strings(scenarios, at: "run.scenarios")
                 for (index, name) in thresholds.run.scenarios.enumerated()
-                where !ScenarioCatalog.all.contains(where: { $0.name == name }) {
+                where (try? ScenarioCatalog.resolved(name)) == nil {
                     throw reader.fail("run.scenarios[\(index)]", "unknown scenario '\(Printable.name(name))'")
                 }
             }

@@ -14,6 +14,9 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable, Co
     case signOut = "sign-out"
     /// `signIn(_:)`.
     case signIn = "sign-in"
+    /// A store's save of a grant to its storage (`crash-restart`): what the backend adds to
+    /// every refresh, fsync included.
+    case save
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -14,6 +14,10 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
     case cancellationIsolated = 11
     case served = 12
     case sessionKept = 13
+    case restorable = 14
+    case durableRotation = 15
+    case signOutDurable = 16
+    case sealedAtRest = 17
 
     public var name: String {
         switch self {
@@ -30,6 +34,10 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .cancellationIsolated: "cancellation-isolated"
         case .served: "served"
         case .sessionKept: "session-kept"
+        case .restorable: "restorable"
+        case .durableRotation: "durable-rotation"
+        case .signOutDurable: "sign-out-durable"
+        case .sealedAtRest: "sealed-at-rest"
         }
     }
 

@@ -91,6 +91,10 @@ extension ResultsReport {
                 out += "\(scenario) · sync-read — \(sync)\n"
                 out += Format.aligned([Self.syncColumns] + syncRows(for: scenario)) + "\n"
             }
+            if let storage = storageHeading(for: scenario) {
+                out += "\(scenario) · storage — \(storage)\n"
+                out += Format.aligned([Self.storageColumns] + storageRows(for: scenario)) + "\n"
+            }
         }
         out += problems(markdown: false)
         out += notes().map { "note: \($0)\n" }.joined()
@@ -102,22 +106,28 @@ extension ResultsReport {
         var out = ""
         for scenario in scenarioNames {
             out += "### \(scenario)\n\n\(heading(for: scenario))\n\n"
-            out += "| " + Self.columns.joined(separator: " | ") + " |\n"
-            out += "|" + Self.columns.map { _ in "---" }.joined(separator: "|") + "|\n"
-            for row in rows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }
-            out += "\n"
+            out += Self.markdownTable(Self.columns, rows(for: scenario))
             if let sync = syncHeading(for: scenario) {
                 out += "#### \(scenario) · sync-read\n\n\(sync)\n\n"
-                out += "| " + Self.syncColumns.joined(separator: " | ") + " |\n"
-                out += "|" + Self.syncColumns.map { _ in "---" }.joined(separator: "|") + "|\n"
-                for row in syncRows(for: scenario) { out += "| " + row.joined(separator: " | ") + " |\n" }
-                out += "\n"
+                out += Self.markdownTable(Self.syncColumns, syncRows(for: scenario))
+            }
+            if let storage = storageHeading(for: scenario) {
+                out += "#### \(scenario) · storage\n\n\(storage)\n\n"
+                out += Self.markdownTable(Self.storageColumns, storageRows(for: scenario))
             }
         }
         let problems = problems(markdown: true)
         if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
         out += notes().map { "- \($0)\n" }.joined()
         return out
+    }
+
+    /// A Markdown table and the blank line after it.
+    static func markdownTable(_ columns: [String], _ rows: [[String]]) -> String {
+        var out = "| " + columns.joined(separator: " | ") + " |\n"
+        out += "|" + columns.map { _ in "---" }.joined(separator: "|") + "|\n"
+        for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
+        return out + "\n"
     }
 
     /// Violations with their traces, hangs and crashes.
@@ -144,7 +154,7 @@ extension ResultsReport {
 
     func notes() -> [String] {
         var notes: [String] = []
-        let overheads = results.map(\.harnessOverheadNanoseconds).filter { $0 > 0 }
+        let overheads = results.filter { $0.kind == .steadyReads }.map(\.harnessOverheadNanoseconds).filter { $0 > 0 }
         if let overhead = overheads.min() {
             notes.append(
                 "steady latencies: one call in \(SteadyDriver.batch) timed on its own (sync-read: at a random place in the batch), "
@@ -172,7 +182,11 @@ extension ResultsReport {
                 notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
             }
         }
-        if results.contains(where: { $0.kind != .steadyReads }) {
+        if results.contains(where: { $0.persistence != nil }) {
+            notes.append(
+                "crash-restart's p50/p99 are of the storage's saves (fsync included): what a backend adds to a refresh")
+        }
+        if results.contains(where: { $0.kind != .steadyReads && $0.persistence == nil }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
         }
         return notes
@@ -223,10 +237,15 @@ public enum ScenarioText {
         case .cancellationStorm: what = "expiry storms; part of the waiters are cancelled mid-wait"
         case .family: what = "expiry storms over \(scenario.accounts) accounts, each with its own store"
         case .scaleStorm: what = "one expiry storm of a huge crowd; memory per waiting caller"
+        case .crashRestart:
+            what =
+                "a session process per round over one storage, killed at seeded crash points and restarted "
+                + "(one run per backend; name:backend picks one)"
         }
         let size =
             scenario.isRoundBased
-            ? "\(scenario.tasks) callers × \(scenario.rounds) rounds" : "\(scenario.tasks) callers"
+            ? "\(scenario.tasks) callers × \(scenario.rounds) \(scenario.needsStorage ? "processes" : "rounds")"
+            : "\(scenario.tasks) callers"
         return "\(what) (\(size))"
     }
 }

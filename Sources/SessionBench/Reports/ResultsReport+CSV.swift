@@ -15,6 +15,10 @@ extension ResultsReport {
         }
 
         func latency(_ figure: (LatencySummary) -> UInt64) -> String { latency.map { "\(figure($0))" } ?? "" }
+        /// A count from the storage figures, empty outside scenarios over storage.
+        func persisted(_ figure: (PersistenceFigures) -> Int) -> String {
+            result.persistence.map { "\(figure($0))" } ?? ""
+        }
         /// The async loop's figure, empty on a sync-read row.
         func async(_ value: Double?, _ decimals: Int) -> String { sync == nil ? optional(value, decimals) : "" }
     }
@@ -72,6 +76,20 @@ extension ResultsReport {
         ("allocation_counter", { $0.result.allocationCounter?.rawValue ?? "" }),
         ("store_allocs_per_waiter", { optional($0.result.storeAllocationsPerWaiter, 3) }),
         ("caller_allocs_per_waiter", { optional($0.result.callerAllocationsPerWaiter, 3) }),
+        // Scenarios over storage (crash-restart); empty elsewhere.
+        ("storage", { $0.result.persistence?.backend ?? "" }),
+        ("reuse_grace_s", { optional($0.result.persistence?.reuseGraceSeconds, 3) }),
+        ("processes", { $0.persisted(\.processes) }),
+        ("crashes", { $0.persisted(\.crashes) }),
+        ("restarts", { $0.persisted(\.restarts) }),
+        ("restarts_survived", { $0.persisted(\.survived) }),
+        ("restarts_ended_by_reuse", { $0.persisted(\.endedByReuse) }),
+        ("rotations_lost_in_flight", { $0.persisted { $0.rotationsLost(.inFlight) } }),
+        ("rotations_lost_before_save", { $0.persisted { $0.rotationsLost(.beforeSave) } }),
+        ("rotations_lost_mid_save", { $0.persisted { $0.rotationsLost(.midSave) } }),
+        ("plaintext_at_rest", { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
+        ("file_mode", { $0.result.persistence?.fileMode ?? "" }),
+        ("storage_calls_during_reads", { $0.persisted(\.storageCallsDuringReads) }),
     ]
 
     /// The fixed CSV header.

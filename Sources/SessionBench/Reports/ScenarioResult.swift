@@ -71,6 +71,8 @@ public struct ScenarioResult: Sendable, Codable {
     public var callerSpread: ThroughputSpread?
     /// Steady scenarios, stores with a synchronous read: `currentToken()` on OS threads.
     public var syncRead: SyncReadFigures?
+    /// Scenarios over storage: restarts, losses by cause, what is left on disk.
+    public var persistence: PersistenceFigures?
     /// The CPUs the measuring process could run on (`0-1`, `0`): pinned with `--cpus`, or all
     /// the system allowed. `nil` if the system does not say.
     public var cpus: String?
@@ -158,6 +160,7 @@ public struct ScenarioResult: Sendable, Codable {
             switch kind {
             case .steadyReads: [.read, .rejection]
             case .rejectionStorm: [.rejection, .refreshWait, .read]
+            case .crashRestart: [.save]
             default: [.refreshWait, .rejection, .read]
             }
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }

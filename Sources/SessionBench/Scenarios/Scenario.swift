@@ -1,4 +1,5 @@
 import SessionContract
+import SessionStorage
 import TokenServer
 
 /// One workload, fully set by its parameters: the same scenario and seed reproduce the
@@ -24,6 +25,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         case family
         /// One expiry storm of a very large crowd, measuring memory per waiting caller.
         case scaleStorm = "scale-storm"
+        /// Rounds of a session process over one storage, killed at seeded crash points and
+        /// started again: what survives, what is lost, what is left on disk.
+        case crashRestart = "crash-restart"
     }
 
     public var name: String
@@ -52,12 +56,17 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var readersPerWriter: Int?
     /// Seeds the server's faults and latencies and the choice of cancelled callers.
     public var seed: UInt64
+    /// Scenarios over storage: the backend (`StorageBackendCatalog`). A preset leaves it `nil`
+    /// and runs once per correct backend.
+    public var storage: String?
+    /// How long the server accepts a used refresh token again before revoking the session.
+    public var reuseGraceWindow: Duration
 
     public init(
         name: String, kind: Kind, tasks: Int, duration: Duration = .milliseconds(500), rounds: Int = 40,
         tokenLifetime: Duration = .seconds(300), latency: LatencyModel = .none, faults: FaultModel = .none,
         accounts: Int = 1, arrivalRate: Double? = nil, cancelFraction: Double = 0, readersPerWriter: Int? = nil,
-        seed: UInt64 = 1
+        seed: UInt64 = 1, storage: String? = nil, reuseGraceWindow: Duration = .zero
     ) {
         self.name = name
         self.kind = kind
@@ -72,7 +81,12 @@ public struct Scenario: Sendable, Hashable, Codable {
         self.cancelFraction = cancelFraction
         self.readersPerWriter = readersPerWriter
         self.seed = seed
+        self.storage = storage
+        self.reuseGraceWindow = reuseGraceWindow
     }
+
+    /// Whether the scenario runs a store over storage (only stores that persist their session).
+    public var needsStorage: Bool { kind == .crashRestart }
 
     /// Whether the scenario runs in synchronized rounds (a storm per round).
     public var isRoundBased: Bool { kind != .steadyReads }
@@ -103,6 +117,14 @@ public struct Scenario: Sendable, Hashable, Codable {
         guard (0...1).contains(cancelFraction) else {
             throw .invalid("\(name): cancel fraction must be between 0 and 1")
         }
+        if needsStorage {
+            guard let storage else { throw .invalid("\(name): needs a storage backend") }
+            guard StorageBackendCatalog.named(storage) != nil else {
+                throw .invalid(
+                    "\(name): unknown storage backend '\(Printable.name(storage))'; known: "
+                        + StorageBackendCatalog.all.map(\.name).joined(separator: ", "))
+            }
+        }
         let rates = [faults.transientFailureRate, faults.timeoutRate, faults.lostResponseRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
             throw .invalid("\(name): fault rates must each be in 0…1 and sum to at most 1")
@@ -113,12 +135,16 @@ public struct Scenario: Sendable, Hashable, Codable {
 public enum ScenarioError: Error, Equatable, CustomStringConvertible {
     case invalid(String)
     case unknown(String)
+    case unknownBackend(String)
 
     public var description: String {
         switch self {
         case .invalid(let message): message
         case .unknown(let name):
             "unknown scenario '\(Printable.name(name))'; known: \(ScenarioCatalog.all.map(\.name).joined(separator: ", "))"
+        case .unknownBackend(let name):
+            "unknown storage backend in '\(Printable.name(name))'; known: "
+                + StorageBackendCatalog.all.map(\.name).joined(separator: ", ")
         }
     }
 }
@@ -137,14 +163,44 @@ public enum ScenarioCatalog {
         Scenario(name: "cancellation-storm", kind: .cancellationStorm, tasks: 64, rounds: 30, cancelFraction: 0.5),
         Scenario(name: "family", kind: .family, tasks: 64, rounds: 30, accounts: 4),
         Scenario(name: "scale-storm", kind: .scaleStorm, tasks: 100_000, rounds: 1),
+        Scenario(name: "crash-restart", kind: .crashRestart, tasks: 16, rounds: 16),
+        Scenario(
+            name: "crash-restart-grace", kind: .crashRestart, tasks: 16, rounds: 16, reuseGraceWindow: .seconds(30)),
     ]
 
     /// What `compare` runs when no scenario is named: every preset but the 100,000-caller
-    /// scale storm, which is run by name.
-    public static var defaults: [Scenario] { all.filter { $0.kind != .scaleStorm } }
+    /// scale storm and the crash scenarios (which start and kill a process per round), each
+    /// run by name.
+    public static var defaults: [Scenario] { all.filter { $0.kind != .scaleStorm && !$0.needsStorage } }
 
     public static func named(_ name: String) throws(ScenarioError) -> Scenario {
         guard let scenario = all.first(where: { $0.name == name }) else { throw .unknown(name) }
         return scenario
+    }
+
+    /// What `name` runs: its preset, or, for a scenario over storage, the preset once per
+    /// correct backend; `name:backend` (`crash-restart:encrypted-file`) picks one, broken ones too.
+    public static func resolved(_ name: String) throws(ScenarioError) -> [Scenario] {
+        let parts = name.split(separator: ":", maxSplits: 1).map(String.init)
+        guard let base = parts.first, let preset = all.first(where: { $0.name == base }) else {
+            throw .unknown(name)
+        }
+        guard preset.needsStorage else {
+            guard parts.count == 1 else { throw .unknown(name) }
+            return [preset]
+        }
+        let backends: [String]
+        if parts.count == 2 {
+            guard StorageBackendCatalog.named(parts[1]) != nil else { throw .unknownBackend(name) }
+            backends = [parts[1]]
+        } else {
+            backends = StorageBackendCatalog.correct.map(\.name)
+        }
+        return backends.map { backend in
+            var scenario = preset
+            scenario.name = "\(preset.name):\(backend)"
+            scenario.storage = backend
+            return scenario
+        }
     }
 }

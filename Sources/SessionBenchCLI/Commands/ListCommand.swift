@@ -2,10 +2,12 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionStorage
 
 /// `session-bench list`: what there is to run.
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the stores and scenarios, one per line.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the stores, scenarios and storage backends, one per line.")
 
     func run() {
         let width = max(16, (StoreRegistry.all.map(\.name.count).max() ?? 0) + 1)
@@ -13,6 +15,7 @@ struct List: ParsableCommand {
         for store in StoreRegistry.all {
             let marks = [
                 store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
+                store.persistsSession ? "storage" : nil,
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
@@ -22,6 +25,16 @@ struct List: ParsableCommand {
         for scenario in ScenarioCatalog.all {
             let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
             print("  \(name) \(ScenarioText.summary(scenario))")
+        }
+        print("storage backends (crash-restart:NAME):")
+        for backend in StorageBackendCatalog.all {
+            let marks = [
+                backend.isReferenceBroken ? "reference-broken" : nil, backend.protectsAtRest ? "protects at rest" : nil,
+            ]
+            .compactMap { $0 }
+            let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
+            let name = backend.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            print("  \(name) \(backend.summary)\(suffix)")
         }
     }
 }

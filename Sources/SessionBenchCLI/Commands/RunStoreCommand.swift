@@ -26,6 +26,7 @@ struct RunStore: AsyncParsableCommand {
             do { try scenario.validate() } catch { throw UsageError("run-store: \(error)") }
         }
         var runner = ScenarioRunner(hangTimeout: DurationText.duration(seconds: plan.hangTimeoutSeconds))
+        runner.sessionProcesses = ChildSessionLauncher()
         for (index, scenario) in plan.scenarios.enumerated() {
             let rest = Array(plan.scenarios.dropFirst(index + 1))
             // A store that blocks every pool thread stops this process from running tasks: the

@@ -9,7 +9,9 @@ public struct SessionBenchCommand: AsyncParsableCommand {
         commandName: "session-bench",
         abstract: "Check session-token stores for concurrency bugs and measure what each costs.",
         discussion: exitStatusHelp,
-        subcommands: [Compare.self, List.self, Sweep.self, Stress.self, Check.self, RunStore.self],
+        subcommands: [
+            Compare.self, List.self, Sweep.self, Stress.self, Check.self, RunStore.self, SessionProcessCommand.self,
+        ],
         defaultSubcommand: Compare.self
     )
 

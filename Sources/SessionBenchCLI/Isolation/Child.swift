@@ -1,4 +1,6 @@
 import Foundation
+import SessionBench
+import Synchronization
 
 /// A child process started with `posix_spawn`: its standard input, output and error are
 /// pipes, and it is reaped with `waitpid` by this type alone. It gets a `Lifeline` on
@@ -15,6 +17,8 @@ final class Child: Sendable {
     private let errors: Int32
     /// The write end of the child's lifeline, held open until the child is reaped.
     private let lifeline: Int32
+    /// Whether `input` is still open (it is closed once, by `send` or `closeInput`).
+    private let inputOpen = Atomic<Bool>(true)
 
     private init(pid: pid_t, input: Int32, output: Int32, errors: Int32, lifeline: Int32) {
         self.pid = pid
@@ -89,15 +93,32 @@ final class Child: Sendable {
 
     /// Writes `data` to the child's standard input and closes it.
     func send(_ data: Data) {
+        write(data)
+        closeInput()
+    }
+
+    /// Writes `data` to the child's standard input, which stays open.
+    func write(_ data: Data) {
+        guard inputOpen.load(ordering: .acquiring) else { return }
         data.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let written = write(input, buffer.baseAddress! + offset, buffer.count - offset)
+                let written = Foundation.write(input, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0, errno == EINTR { continue }
                 if written <= 0 { break }
                 offset += written
             }
         }
-        close(input)
+    }
+
+    /// Closes the child's standard input (once).
+    func closeInput() {
+        if inputOpen.exchange(false, ordering: .acquiringAndReleasing) { close(input) }
+    }
+
+    /// Sends SIGKILL without waiting; `poll()` reaps the child.
+    func signalKill() {
+        Foundation.kill(pid, SIGKILL)
     }
 
     /// Calls `line` for each line the child writes, until it closes its output.
@@ -107,19 +128,7 @@ final class Child: Sendable {
     func readErrorLines(_ line: (String) -> Void) { Self.readLines(from: errors, line) }
 
     private static func readLines(from descriptor: Int32, _ line: (String) -> Void) {
-        var pending = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            if count <= 0 { break }
-            pending.append(contentsOf: buffer[0..<count])
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                line(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                pending.removeSubrange(pending.startIndex...newline)
-            }
-        }
-        if !pending.isEmpty { line(String(decoding: pending, as: UTF8.self)) }
+        PipeLines.forEach(in: descriptor, line)
         close(descriptor)
     }
 
@@ -146,6 +155,7 @@ final class Child: Sendable {
 
     private func reaped() {
         ProcessGuard.release(child: pid)
+        closeInput()
         close(lifeline)
     }
 

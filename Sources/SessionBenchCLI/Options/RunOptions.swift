@@ -83,8 +83,14 @@ struct RunOptions: ParsableArguments {
 
     func validate() throws {
         try setup.validate(inProcess: execution.inProcess)
-        _ = try resolvedStores()
-        _ = try resolvedScenarios()
+        let stores = try resolvedStores()
+        let scenarios = try resolvedScenarios()
+        if stores.allSatisfy({ Execution.scenarios(scenarios, for: $0).isEmpty }) {
+            let persistent = StoreRegistry.all.filter(\.persistsSession).map(\.name)
+            throw UsageError(
+                "the scenarios named run only stores that keep their session in storage, and none of the stores "
+                    + "named does; stores that do: \(persistent.joined(separator: ", "))")
+        }
         if let cpus {
             let allowed = CPUPlacement.allowed
             if !allowed.isEmpty, let missing = cpus.first(where: { !allowed.contains($0) }) {

@@ -1,0 +1,244 @@
+import Foundation
+import SessionContract
+import SessionStorage
+import TokenServer
+
+/// Runs `crash-restart`: one storage folder, one token server, and a session process per
+/// round, each killed at a crash point drawn from the seed (every point in every pass of the
+/// schedule), the next one started on the same storage.
+///
+/// The driver is the session's network: every sign-in and refresh of a session process comes
+/// here, to a server that rotates refresh tokens and detects reuse and whose ledger outlives
+/// the processes. What each process's callers were handed is reported line by line as it
+/// happens, so the driver knows it even when the process dies. The checks
+/// (`CrashRestartDriver+Checks`) read only that, the ledger and the storage's files.
+struct CrashRestartDriver {
+    let runner: ScenarioRunner
+    let descriptor: StoreDescriptor
+    let scenario: Scenario
+    let oracle: Oracle
+    let launcher: any SessionProcessLauncher
+    let backend: StorageBackend
+
+    /// What one session process did, as it reported it.
+    struct Incarnation {
+        let index: Int
+        let crash: CrashPoint
+        let signedIn: Bool
+        var load: SessionLine.LoadOutcome?
+        var first: Result<UInt64, SessionError>?
+        var got: [Result<UInt64, SessionError>] = []
+        var signedOut = false
+        var done = false
+        var killed = false
+        var refreshes = 0
+        /// Generations the server issued to this process, delivered or not.
+        var issued: [UInt64] = []
+        var end: ProcessEnd?
+
+        /// The highest generation any caller of this process was handed.
+        var handed: UInt64 {
+            ([first].compactMap { try? $0?.get() } + got.compactMap { try? $0.get() }).max() ?? 0
+        }
+
+        var sawRevocation: Bool {
+            first == .failure(.refreshTokenRevoked) || got.contains(.failure(.refreshTokenRevoked))
+        }
+    }
+
+    /// The session as the previous process left it.
+    struct Carried {
+        var live = false
+        var ended = false
+        var handed: UInt64 = 0
+        var latestIssued: UInt64 = 0
+        var crash = CrashPoint.clean
+    }
+
+    func run(outcome: inout DriverOutcome) async {
+        let directory: String
+        do { directory = try Self.temporaryDirectory() } catch {
+            outcome.failure = "could not make a storage folder: \(error)"
+            return
+        }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = TokenServer(
+            configuration: .init(
+                tokenLifetime: scenario.tokenLifetime, reuseGraceWindow: scenario.reuseGraceWindow,
+                seed: scenario.seed),
+            clock: .system)
+        let subject = "crash-restart-\(scenario.seed)-user@example.test"
+        var secrets = Secrets(subject: subject)
+        outcome.persistence = PersistenceFigures(
+            backend: backend.name, protectsAtRest: backend.protectsAtRest,
+            reuseGraceSeconds: scenario.reuseGraceWindow.secondsValue)
+        var scan = AtRestScan()
+        var random = SeededRandom(seed: scenario.seed ^ 0x5EED)
+        var carried = Carried()
+        var lives: [Incarnation] = []
+        let started = ContinuousClock.now
+        for (index, crash) in CrashPoint.schedule(rounds: scenario.rounds, seed: scenario.seed).enumerated() {
+            let plan = SessionProcessPlan(
+                store: descriptor.name, backend: backend.name, directory: directory, incarnation: index,
+                signIn: !carried.live, subject: subject, callers: scenario.tasks, readsPerCaller: 200, crash: crash,
+                midSaveLimit: 1 + Int(random.next() % 600))
+            server.setContext("process \(index), \(crash.rawValue)")
+            let link: SessionProcessLink
+            do { link = try launcher.launch() } catch {
+                outcome.failure = "could not start a session process: \(error)"
+                break
+            }
+            link.send(.plan(plan))
+            var life = Incarnation(index: index, crash: crash, signedIn: plan.signIn)
+            let stop = await drive(link, plan: plan, life: &life, server: server, secrets: &secrets, outcome: &outcome)
+            let end = await link.wait()
+            life.end = end
+            outcome.persistence?.processes += 1
+            if case .signaled = end { outcome.persistence?.crashes += 1 }
+            if !stop, let why = unexpected(end, life) {
+                outcome.verdict = .crashed
+                outcome.failure = why + (Self.trap(in: link.errors).map { ": \($0)" } ?? "")
+            }
+            scan.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
+            if index > 0 { judgeRestart(after: carried, life, outcome: &outcome) }
+            carried = Self.carry(carried, life)
+            lives.append(life)
+            if stop || outcome.failure != nil { break }
+        }
+        outcome.seconds = (ContinuousClock.now - started).secondsValue
+        auditLedger(server.ledger.entries, lives: lives, outcome: &outcome)
+        judgeAtRest(scan, outcome: &outcome)
+    }
+
+    /// Serves one process until it ends. Returns `true` when the run must stop (a hang, or a
+    /// process that could not do its part).
+    private func drive(
+        _ link: SessionProcessLink, plan: SessionProcessPlan, life: inout Incarnation, server: TokenServer,
+        secrets: inout Secrets, outcome: inout DriverOutcome
+    ) async -> Bool {
+        var held: SessionLine?
+        while true {
+            switch await link.next(within: runner.hangTimeout) {
+            case .closed:
+                return false
+            case .timedOut:
+                link.kill()
+                outcome.hang = .init(
+                    stuckCallers: max(0, plan.callers - life.got.count), ofCallers: plan.callers,
+                    operation: .rejection, waitedSeconds: runner.hangTimeout.secondsValue,
+                    phase: "session process \(life.index) (\(life.crash.rawValue))",
+                    detail: "no word from the session process for the hang timeout; the server had answered "
+                        + "\(server.ledger.entries.filter { Self.process(of: $0) == "process \(life.index)" }.count) "
+                        + "call(s) of it")
+                return true
+            case .line(let text):
+                guard let line = SessionLine(line: text) else { continue }
+                switch line {
+                case .loaded(let load): life.load = load
+                case .signInRequest(let id, let user):
+                    let result = await server.signInResult(Credentials(subject: Subject(user)))
+                    if case .success(let grant) = result { secrets.note(grant, in: &life) }
+                    link.send(Self.reply(id, result))
+                case .refreshRequest(let id, let token):
+                    life.refreshes += 1
+                    let result = await server.refreshResult(RefreshToken(token))
+                    if case .success(let grant) = result { secrets.note(grant, in: &life) }
+                    if life.crash == .inFlight, life.first != nil {
+                        // Rotated at the server; the answer never reaches the process.
+                        life.killed = true
+                        link.kill()
+                    } else if life.crash == .signOutDuringRefresh, !life.signedOut {
+                        held = Self.reply(id, result)  // answered once signOut() has returned
+                    } else {
+                        link.send(Self.reply(id, result))
+                    }
+                case .first(let first): life.first = first
+                case .got(let got): life.got.append(got)
+                case .saved(let nanoseconds): outcome.latencies.record(.save, nanoseconds: nanoseconds)
+                case .reads(let count, let calls):
+                    outcome.persistence?.readsChecked += count
+                    outcome.persistence?.storageCallsDuringReads += calls
+                case .signedOut:
+                    life.signedOut = true
+                    if let reply = held { link.send(reply) }
+                    held = nil
+                    if life.crash == .afterSignOut {
+                        life.killed = true
+                        link.kill()
+                    }
+                case .done:
+                    life.done = true
+                    if life.crash == .clean {
+                        link.closeInput()
+                    } else {
+                        life.killed = true
+                        link.kill()
+                    }
+                case .problem(let why):
+                    link.kill()
+                    outcome.failure = "the session process could not run: \(why)"
+                    return true
+                case .plan, .grant, .failure: continue
+                }
+            }
+        }
+    }
+
+    /// Why a process's end is not one the round caused, or `nil` when it is.
+    private func unexpected(_ end: ProcessEnd, _ life: Incarnation) -> String? {
+        switch end {
+        case .exited(0) where life.crash == .clean && life.done: return nil
+        case .signaled(SIGKILL) where life.killed || life.crash.firesInStorage: return nil
+        case .signaled(SIGXFSZ) where life.crash == .midSave: return nil
+        case .signaled(let signal):
+            return "the store crashed session process \(life.index) (\(life.crash.rawValue)): signal \(signal)"
+        case .exited(let status):
+            return "session process \(life.index) (\(life.crash.rawValue)) exited with status \(status) "
+                + "before its round ended"
+        }
+    }
+
+    private static func reply(_ id: Int, _ result: Result<TokenGrant, TokenEndpointError>) -> SessionLine {
+        switch result {
+        case .success(let grant): .grant(id: id, grant)
+        case .failure(let error): .failure(id: id, error)
+        }
+    }
+
+    private static func carry(_ carried: Carried, _ life: Incarnation) -> Carried {
+        var next = Carried()
+        let hasSession = (try? life.first?.get()) != nil
+        next.ended = life.signedOut
+        next.live = hasSession && !life.signedOut && !life.sawRevocation
+        next.handed = life.signedIn ? life.handed : max(carried.handed, life.handed)
+        next.latestIssued = max(life.signedIn ? 0 : carried.latestIssued, life.issued.max() ?? 0)
+        next.crash = life.crash
+        return next
+    }
+
+    static func trap(in lines: [String]) -> String? {
+        let markers = ["Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed"]
+        guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
+        return String(line.trimmingCharacters(in: .whitespaces).prefix(300))
+    }
+
+    static func temporaryDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/session-bench-storage-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        return String(cString: made)
+    }
+}
+
+/// The secrets issued to the run's session, for the at-rest scan: a prefix of every access
+/// token, every refresh token, and the user id. Never printed.
+struct Secrets {
+    private(set) var byKind: [String: [[UInt8]]]
+
+    init(subject: String) { byKind = ["user id": [Array(subject.utf8)], "access token": [], "refresh token": []] }
+
+    mutating func note(_ grant: TokenGrant, in life: inout CrashRestartDriver.Incarnation) {
+        byKind["access token", default: []].append(Array(grant.accessToken.value.utf8.prefix(64)))
+        byKind["refresh token", default: []].append(Array(grant.refreshToken.value.utf8))
+        life.issued.append(grant.accessToken.generation)
+    }
+}

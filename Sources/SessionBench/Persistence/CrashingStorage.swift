@@ -1,0 +1,114 @@
+import SessionContract
+import SessionSync
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The harness's wrapper around a store's storage in a session process: it tells the driver
+/// what was loaded and how long each save took, counts every call (reads must make none), and,
+/// once armed, ends the process at the plan's crash point inside the next save.
+///
+/// The store sees an ordinary ``TokenStorage``; nothing here depends on how the store or the
+/// backend works. A crash in the middle of a save lowers the process's file-size limit, so the
+/// kernel cuts the backend's write after a seeded number of bytes and ends the process with
+/// SIGXFSZ, whatever the backend writes with.
+final class CrashingStorage: TokenStorage {
+    private let wrapped: any TokenStorage
+    private let pipe: SessionPipe
+    private let crash: CrashPoint
+    private let midSaveLimit: Int
+    private let armed = Atomic<Bool>(false)
+    private let calls = Atomic<Int>(0)
+    private let underway = Atomic<Int>(0)
+
+    init(wrapping storage: any TokenStorage, pipe: SessionPipe, crash: CrashPoint, midSaveLimit: Int) {
+        wrapped = storage
+        self.pipe = pipe
+        self.crash = crash
+        self.midSaveLimit = midSaveLimit
+    }
+
+    /// From now on, the next save ends the process at the crash point (if it is one of the
+    /// points inside a save).
+    func arm() { armed.store(crash.firesInStorage, ordering: .sequentiallyConsistent) }
+
+    /// Storage calls so far.
+    var callCount: Int { calls.load(ordering: .sequentiallyConsistent) }
+
+    /// Waits until no storage call has started or been under way for `quiet` (at most
+    /// `limit`): a store acting on a late answer has written what it was going to write.
+    func settle(quiet milliseconds: Int = 30, limit: Int = 2000) {
+        var waited = 0
+        while waited < limit {
+            let before = callCount
+            pause(milliseconds: milliseconds)
+            waited += milliseconds
+            if callCount == before, underway.load(ordering: .sequentiallyConsistent) == 0 { return }
+        }
+    }
+
+    private func call<R>(_ body: () throws(StorageError) -> R) throws(StorageError) -> R {
+        calls.add(1, ordering: .sequentiallyConsistent)
+        underway.add(1, ordering: .sequentiallyConsistent)
+        defer { underway.subtract(1, ordering: .sequentiallyConsistent) }
+        return try body()
+    }
+
+    func load() throws(StorageError) -> TokenGrant? {
+        do throws(StorageError) {
+            let grant = try call { () throws(StorageError) in try wrapped.load() }
+            pipe.send(.loaded(grant.map { .session(generation: $0.accessToken.generation) } ?? .empty))
+            return grant
+        } catch {
+            pipe.send(.loaded(.unreadable))
+            throw error
+        }
+    }
+
+    func save(_ grant: TokenGrant) throws(StorageError) {
+        let firing = armed.exchange(false, ordering: .sequentiallyConsistent)
+        if firing, crash == .beforeSave {
+            // Dying "as the save starts": give callers the store already resumed time to say
+            // what they got (a store that publishes first is seen doing so), then die.
+            pause(milliseconds: 50)
+            Self.die()
+        }
+        if firing, crash == .midSave { Self.limitFileSize(to: midSaveLimit) }
+        let started = TokenClock.system.now()
+        defer {
+            pipe.send(.saved(nanoseconds: TokenClock.system.now().duration(since: started).nanosecondsClamped))
+            // The limit was never reached (a backend writing fewer bytes): die right after.
+            if firing { Self.die() }
+        }
+        try call { () throws(StorageError) in try wrapped.save(grant) }
+    }
+
+    func clear() throws(StorageError) {
+        try call { () throws(StorageError) in try wrapped.clear() }
+    }
+
+    /// SIGKILL: nothing runs on the way out.
+    static func die() -> Never {
+        kill(getpid(), SIGKILL)
+        while true { pause(milliseconds: 1000) }
+    }
+
+    private static func limitFileSize(to bytes: Int) {
+        signal(SIGXFSZ, SIG_DFL)
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+        limit.rlim_cur = rlim_t(max(bytes, 1))
+        setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit)
+    }
+}
+
+/// Sleeps the calling thread (not a task: the store is inside a synchronous storage call).
+func pause(milliseconds: Int) {
+    var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+}

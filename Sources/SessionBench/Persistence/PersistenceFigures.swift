@@ -1,0 +1,42 @@
+/// What a `crash-restart` run measured of a store over one storage backend.
+public struct PersistenceFigures: Sendable, Codable, Hashable {
+    /// The storage backend (`json-file`, `encrypted-file`, …).
+    public var backend: String
+    /// Whether the backend promises no secret in clear on disk and owner-only files.
+    public var protectsAtRest: Bool
+    /// The server's reuse grace window, in seconds (0: every reuse revokes the session).
+    public var reuseGraceSeconds: Double
+    /// Session processes started (the first one included).
+    public var processes = 0
+    /// Processes that were killed (or cut short in a write) rather than exiting cleanly.
+    public var crashes = 0
+    /// Restarts over a session that was live when its process ended.
+    public var restarts = 0
+    /// Of those, restarts after which the session went on (its first call got a token and no
+    /// refresh was refused).
+    public var survived = 0
+    /// Of those, restarts after which the server refused the restored refresh token (a reuse).
+    public var endedByReuse = 0
+    /// Restarts that came back with an older refresh token than the server had issued, by the
+    /// crash point that lost the newer one (`in-flight`, `before-save`, `mid-save`).
+    public var rotationsLost: [String: Int] = [:]
+    /// Whether any file of the storage held a token or the user id in clear.
+    public var plaintextAtRest = false
+    /// The widest permission bits seen on the storage's files (`0600`); `nil` if none was written.
+    public var fileMode: String?
+    /// Reads made in the read phases, and storage calls made while they ran (there should be none).
+    public var readsChecked = 0
+    public var storageCallsDuringReads = 0
+
+    public init(backend: String, protectsAtRest: Bool, reuseGraceSeconds: Double) {
+        self.backend = backend
+        self.protectsAtRest = protectsAtRest
+        self.reuseGraceSeconds = reuseGraceSeconds
+    }
+
+    /// Rotations lost over all causes.
+    public var rotationsLostTotal: Int { rotationsLost.values.reduce(0, +) }
+
+    /// Rotations lost by one cause.
+    public func rotationsLost(_ cause: CrashPoint) -> Int { rotationsLost[cause.rawValue] ?? 0 }
+}

@@ -1,0 +1,120 @@
+import SessionSync
+import Synchronization
+
+/// Starts the session processes of a `crash-restart` run. The command line provides one (it
+/// starts its own executable); without one, such scenarios cannot run and say so.
+public protocol SessionProcessLauncher: Sendable {
+    /// A new session process, waiting for its plan on standard input.
+    func launch() throws -> SessionProcessLink
+}
+
+/// How a process ended.
+public enum ProcessEnd: Sendable, Hashable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+
+    public var description: String {
+        switch self {
+        case .exited(let status): "exited with status \(status)"
+        case .signaled(let signal): "killed by signal \(signal)"
+        }
+    }
+}
+
+/// The driver's side of one session process: lines to its standard input, lines from its
+/// standard output (delivered by the launcher's reader), a kill, and its end.
+public final class SessionProcessLink: Sendable {
+    /// What waiting for the next line brought.
+    enum Event: Equatable {
+        case line(String)
+        case closed
+        case timedOut
+    }
+
+    private struct Inbox {
+        var lines: [String] = []
+        var closed = false
+        var waiter: CheckedContinuation<Event, Never>?
+        var waiterID = 0
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let sendLine: @Sendable (String) -> Void
+    private let closeInputs: @Sendable () -> Void
+    private let killProcess: @Sendable () -> Void
+    private let waitForEnd: @Sendable () async -> ProcessEnd
+    private let errorLines: @Sendable () -> [String]
+
+    /// - Parameters:
+    ///   - send: writes one line (a newline is added) to the process's standard input.
+    ///   - closeInput: closes its standard input: the process exits cleanly.
+    ///   - kill: sends SIGKILL (does not wait).
+    ///   - wait: waits for the process to end and reaps it.
+    ///   - errors: the last lines it wrote to standard error (a crashing store's trap message).
+    public init(
+        send: @escaping @Sendable (String) -> Void, closeInput: @escaping @Sendable () -> Void,
+        kill: @escaping @Sendable () -> Void, wait: @escaping @Sendable () async -> ProcessEnd,
+        errors: @escaping @Sendable () -> [String]
+    ) {
+        sendLine = send
+        closeInputs = closeInput
+        killProcess = kill
+        waitForEnd = wait
+        errorLines = errors
+    }
+
+    /// For the launcher's reader: a line the process wrote.
+    public func deliver(_ line: String) {
+        let waiter = inbox.withLock(visibleTo: self) { inbox in
+            if let waiter = inbox.waiter {
+                inbox.waiter = nil
+                return Optional(waiter)
+            }
+            inbox.lines.append(line)
+            return nil
+        }
+        waiter?.resume(returning: .line(line))
+    }
+
+    /// For the launcher's reader: the process closed its standard output.
+    public func finish() {
+        let waiter = inbox.withLock(visibleTo: self) { inbox in
+            inbox.closed = true
+            defer { inbox.waiter = nil }
+            return inbox.waiter
+        }
+        waiter?.resume(returning: .closed)
+    }
+
+    func send(_ line: SessionLine) { sendLine(line.encoded) }
+    func closeInput() { closeInputs() }
+    func kill() { killProcess() }
+    func wait() async -> ProcessEnd { await waitForEnd() }
+    var errors: [String] { errorLines() }
+
+    /// The next line, waiting at most `timeout`.
+    func next(within timeout: Duration) async -> Event {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Event, Never>) in
+            let (ready, id) = inbox.withLock(visibleTo: self) { inbox -> (Event?, Int) in
+                if !inbox.lines.isEmpty { return (.line(inbox.lines.removeFirst()), 0) }
+                if inbox.closed { return (.closed, 0) }
+                inbox.waiterID += 1
+                inbox.waiter = waiter
+                return (nil, inbox.waiterID)
+            }
+            if let ready {
+                waiter.resume(returning: ready)
+                return
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                let expired = inbox.withLock(visibleTo: self) { inbox -> CheckedContinuation<Event, Never>? in
+                    guard inbox.waiterID == id, let waiter = inbox.waiter else { return nil }
+                    inbox.waiter = nil
+                    return waiter
+                }
+                expired?.resume(returning: .timedOut)
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+/// The block scenarios over storage add under their table: how sessions fared across
+/// restarts, what each backend leaves on disk, and what a save costs.
+extension ResultsReport {
+    static let storageColumns = [
+        "store", "backend", "restarts", "survived", "ended by reuse", "lost in flight", "lost before save",
+        "lost mid-save", "plaintext at rest", "file mode", "save p50", "save p99", "storage calls in reads",
+    ]
+
+    func storageHeading(for scenario: String) -> String? {
+        let figures = results.filter { $0.scenario == scenario }.compactMap(\.persistence)
+        guard let first = figures.first else { return nil }
+        let processes = Set(figures.map(\.processes)).sorted().map(String.init).joined(separator: "–")
+        return "\(processes) session processes, each ended at a seeded crash point and restarted on the same "
+            + "storage; server reuse grace \(InputRange.text(first.reuseGraceSeconds))s"
+    }
+
+    func storageRows(for scenario: String) -> [[String]] {
+        results.filter { $0.scenario == scenario }.compactMap { result in
+            guard let figures = result.persistence else { return nil }
+            let save = result.latencies.first { $0.kind == .save }
+            return [
+                result.store, figures.backend, "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
+                "\(figures.rotationsLost(.inFlight))", "\(figures.rotationsLost(.beforeSave))",
+                "\(figures.rotationsLost(.midSave))", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
+                save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                save.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
+                "\(figures.storageCallsDuringReads) in \(figures.readsChecked)",
+            ]
+        }
+    }
+}

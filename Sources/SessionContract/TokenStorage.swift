@@ -1,0 +1,39 @@
+/// Where a store keeps its session between launches: the seed ADR's Keychain, an app's
+/// UserDefaults, a server's file or database.
+///
+/// A store given a storage restores the saved session when it is made, and saves every grant
+/// it receives **before** any caller gets the grant's access token (persist before publish):
+/// with rotating refresh tokens the grant's refresh token is the only one the server still
+/// accepts, so a process that crashes after handing out the access token but before saving
+/// restarts with a used refresh token, and the server revokes the session on its next refresh.
+/// Sign-out and the start of another sign-in clear it, so an ended session never comes back
+/// after a restart.
+///
+/// Calls block until the data is durable (a backend that writes files syncs them). They are
+/// never made on a store's read path.
+public protocol TokenStorage: AnyObject, Sendable {
+    /// The saved session, or `nil` when none is saved. Throws when something is stored but
+    /// cannot be read back (a torn or tampered file): that is never the same as no session.
+    func load() throws(StorageError) -> TokenGrant?
+
+    /// Replaces the saved session with `grant`; durable when it returns.
+    func save(_ grant: TokenGrant) throws(StorageError)
+
+    /// Removes the saved session; durable when it returns.
+    func clear() throws(StorageError)
+}
+
+/// How a storage call fails. The text names the file or table and the cause, never a secret.
+public enum StorageError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Something is stored but cannot be read back as a session (torn, corrupt, wrong key).
+    case unreadable(String)
+    /// The storage could not be written or cleared (a full disk, a permission).
+    case writeFailed(String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let why): "stored session unreadable: \(why)"
+        case .writeFailed(let why): "storage write failed: \(why)"
+        }
+    }
+}

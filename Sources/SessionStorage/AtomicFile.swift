@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SessionContract
+
+/// Durable, all-or-nothing replacement of a file's contents.
+///
+/// ``write(_:to:mode:)`` writes the bytes to a new temporary file in the target's folder (created
+/// with `O_CREAT | O_EXCL`, so it never reuses someone else's file), syncs it, renames it over the
+/// target and syncs the folder. `rename` replaces a name atomically, so a crash at any instant
+/// leaves either the old contents or the new ones, never a mix; the two syncs make the new
+/// contents and the new name survive a power loss once the call returns.
+///
+/// Errors name the file and the system's cause, never the contents. A failed call removes its
+/// temporary file, so nothing is left behind beside the target.
+public enum AtomicFile {
+    /// Replaces the contents of `path` with `data`; durable when it returns. The file ends with
+    /// exactly `mode` (the process's umask does not apply), whether or not it existed before.
+    public static func write(_ data: Data, to path: String, mode: mode_t = 0o600) throws(StorageError) {
+        let temporary = try writeTemporary(data, beside: path, mode: mode)
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw FileSystem.writeFailed(path, code)
+        }
+        try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
+    }
+
+    /// Creates `path` holding `data` only if no file has that name yet; `false` when one already
+    /// did, which is then left untouched. Durable when it returns `true`.
+    ///
+    /// Uses `link`, which fails rather than replaces, so two processes creating the same file at
+    /// once agree on a single winner (what a key file needs: one key, whoever made it).
+    @discardableResult
+    public static func createIfAbsent(_ data: Data, at path: String, mode: mode_t = 0o600) throws(StorageError)
+        -> Bool
+    {
+        let temporary = try writeTemporary(data, beside: path, mode: mode)
+        defer { unlink(temporary) }
+        guard link(temporary, path) == 0 else {
+            let code = errno
+            if code == EEXIST { return false }
+            throw FileSystem.writeFailed(path, code)
+        }
+        try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
+        return true
+    }
+
+    /// The contents of `path`, or `nil` when there is no such file. Throws
+    /// ``StorageError/unreadable(_:)`` when the file exists but cannot be read.
+    public static func read(_ path: String) throws(StorageError) -> Data? {
+        try FileSystem.readAll(path)
+    }
+
+    /// Removes `path` durably; a missing file (or folder) is already removed and is not an error.
+    public static func remove(_ path: String) throws(StorageError) {
+        guard unlink(path) == 0 else {
+            let code = errno
+            if code == ENOENT { return }
+            throw FileSystem.writeFailed(path, code)
+        }
+        try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
+    }
+
+    /// Writes `data` to a fresh temporary file beside `path`, synced and closed; its path.
+    /// On failure the temporary file is gone and the error names `path`'s file.
+    private static func writeTemporary(_ data: Data, beside path: String, mode: mode_t) throws(StorageError)
+        -> String
+    {
+        let folder = FileSystem.folder(of: path)
+        let name = FileSystem.name(of: path)
+        var temporary = ""
+        var fd: Int32 = -EEXIST
+        // A clash with another writer's temporary name is astronomically rare; a few tries suffice.
+        for _ in 0..<8 where fd == -EEXIST {
+            let suffix = String(UInt64.random(in: .min ... .max), radix: 16)
+            temporary = FileSystem.join(folder, ".\(name).\(suffix).tmp")
+            fd = FileSystem.open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode)
+        }
+        guard fd >= 0 else { throw FileSystem.writeFailed(path, -fd) }
+
+        var code = fchmod(fd, mode) == 0 ? 0 : errno
+        if code == 0 { code = data.withUnsafeBytes { FileSystem.writeAll(fd, $0) } }
+        if code == 0 { code = FileSystem.sync(fd) }
+        // `close` can report a deferred write error (network file systems), so it is checked too.
+        if close(fd) != 0, code == 0 { code = errno }
+        guard code == 0 else {
+            unlink(temporary)
+            throw FileSystem.writeFailed(path, code)
+        }
+        return temporary
+    }
+}

@@ -1,0 +1,62 @@
+import Crypto
+import Foundation
+import SessionContract
+
+/// The session sealed with AES-256-GCM, the file analogue of the Keychain: nothing of the session
+/// (tokens, user id, even the generation) is in clear on disk, and every file is the owner's only.
+///
+/// The data file `<directory>/session.sealed` holds the sealed box's combined bytes (nonce,
+/// ciphertext, tag) of the same JSON record ``JSONFileStorage`` writes; the key lives apart, in
+/// `<keyDirectory>/session.key` (see the key's creation rules there). A fresh nonce is drawn for
+/// every save. Files are written through ``AtomicFile`` with mode 0600 in 0700 folders.
+///
+/// GCM authenticates as well as encrypts, so a torn, truncated or tampered file, or one sealed
+/// with another key, fails to open and ``load()`` throws ``StorageError/unreadable(_:)``: it never
+/// returns a wrong grant and never mistakes damage for "no session".
+public final class EncryptedFileStorage: TokenStorage {
+    /// The name of the sealed session file inside the data directory.
+    public static let fileName = "session.sealed"
+    /// Bound into every seal, so a box sealed by this key for another purpose does not open here.
+    static let context = Data("session-bench session v1".utf8)
+
+    /// Where the sealed session is kept.
+    public let path: String
+    private let key: SymmetricKey
+
+    /// Keeps the sealed session in `directory` and its key in `keyDirectory`, creating either folder
+    /// (mode 0700) and the key if missing. Throws when the key file exists but is not a 256-bit key.
+    public init(directory: String, keyDirectory: String) throws(StorageError) {
+        key = try SessionKey.loadOrCreate(in: keyDirectory)
+        try FileSystem.makeFolder(directory, mode: 0o700)
+        path = FileSystem.join(directory, Self.fileName)
+    }
+
+    public func load() throws(StorageError) -> TokenGrant? {
+        guard let sealed = try AtomicFile.read(path) else { return nil }
+        let plain: Data
+        do {
+            plain = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Self.context)
+        } catch {
+            throw .unreadable("\(Self.fileName): does not open (torn, tampered or sealed with another key)")
+        }
+        return try StoredGrant.decode(plain, from: Self.fileName)
+    }
+
+    public func save(_ grant: TokenGrant) throws(StorageError) {
+        let plain = try StoredGrant(grant).encoded(for: Self.fileName)
+        let box: AES.GCM.SealedBox
+        do {
+            box = try AES.GCM.seal(plain, using: key, authenticating: Self.context)
+        } catch {
+            throw .writeFailed("\(Self.fileName): the session could not be sealed")
+        }
+        // `combined` is nil only for nonces of non-standard size; `seal` draws a standard one.
+        guard let sealed = box.combined else { throw .writeFailed("\(Self.fileName): sealing gave no combined box") }
+        try AtomicFile.write(sealed, to: path, mode: 0o600)
+    }
+
+    /// Removes the sealed session; the key stays, so the next save needs no new key.
+    public func clear() throws(StorageError) {
+        try AtomicFile.remove(path)
+    }
+}

@@ -1,0 +1,135 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SessionContract
+
+/// The system calls the backends are built from, each retried on `EINTR` and reporting failure as
+/// an `errno` value or a ``StorageError`` that names a file, never what is in it.
+///
+/// Kept apart from ``AtomicFile`` so the deliberately non-atomic backend can reuse the same
+/// careful byte loop while skipping the steps that make a replacement atomic.
+enum FileSystem {
+    /// The last path component: what error messages name.
+    static func name(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The folder holding `path`: where its temporary file goes and what is synced after a rename.
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// `path` and `name` joined with one slash.
+    static func join(_ path: String, _ name: String) -> String {
+        path.hasSuffix("/") ? path + name : path + "/" + name
+    }
+
+    /// The text of an `errno` value.
+    static func message(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
+    /// A write failure naming `path`'s file and the `errno` cause.
+    static func writeFailed(_ path: String, _ code: Int32) -> StorageError {
+        .writeFailed("\(name(of: path)): \(message(code))")
+    }
+
+    /// Opens `path`, retrying on `EINTR`; the descriptor, or `-errno`.
+    static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        while true {
+            #if canImport(Glibc)
+            let fd = Glibc.open(path, flags, mode)
+            #else
+            let fd = Darwin.open(path, flags, mode)
+            #endif
+            if fd >= 0 { return fd }
+            if errno != EINTR { return -errno }
+        }
+    }
+
+    /// Writes every byte of `bytes` to `fd`, looping on partial writes and `EINTR`; 0 or the `errno`.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard let base = bytes.baseAddress else { return 0 }
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Glibc)
+            let written = Glibc.write(fd, base + offset, bytes.count - offset)
+            #else
+            let written = Darwin.write(fd, base + offset, bytes.count - offset)
+            #endif
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            // A regular file never accepts zero bytes of a non-empty write; treat it as an I/O error
+            // rather than spin.
+            if written == 0 { return EIO }
+            offset += written
+        }
+        return 0
+    }
+
+    /// Flushes `fd` to stable storage; 0 or the `errno`.
+    static func sync(_ fd: Int32) -> Int32 {
+        while fsync(fd) != 0 {
+            if errno != EINTR { return errno }
+        }
+        return 0
+    }
+
+    /// Makes a rename, link or unlink inside `folder` durable by syncing the folder itself.
+    ///
+    /// `EINVAL` is accepted: it means the file system cannot sync folders, so there is nothing
+    /// more that can be done for durability.
+    static func syncFolder(_ folder: String, naming path: String) throws(StorageError) {
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw writeFailed(path, -fd) }
+        let code = sync(fd)
+        close(fd)
+        guard code == 0 || code == EINVAL else { throw writeFailed(path, code) }
+    }
+
+    /// Every byte of `path`, or `nil` when it does not exist.
+    static func readAll(_ path: String) throws(StorageError) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd == -ENOENT { return nil }
+        guard fd >= 0 else { throw .unreadable("\(name(of: path)): \(message(-fd))") }
+        defer { close(fd) }
+        var contents = Data()
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                #if canImport(Glibc)
+                Glibc.read(fd, buffer.baseAddress, buffer.count)
+                #else
+                Darwin.read(fd, buffer.baseAddress, buffer.count)
+                #endif
+            }
+            if count == 0 { return contents }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable("\(name(of: path)): \(message(errno))")
+            }
+            contents.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    /// Creates `path` and any missing parents with `mode`, syncing each new folder into its parent.
+    /// An existing folder is left as it is.
+    static func makeFolder(_ path: String, mode: mode_t) throws(StorageError) {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            guard isFolder.boolValue else { throw writeFailed(path, ENOTDIR) }
+            return
+        }
+        let parent = folder(of: path)
+        if parent != path { try makeFolder(parent, mode: mode) }
+        guard mkdir(path, mode) == 0 || errno == EEXIST else { throw writeFailed(path, errno) }
+        try syncFolder(parent, naming: path)
+    }
+}

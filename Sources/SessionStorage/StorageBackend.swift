@@ -1,0 +1,43 @@
+import SessionContract
+
+/// A named way to keep a session on disk, as the harness and the command line list them; the
+/// storage counterpart of `StoreDescriptor`.
+///
+/// Each ``make(directory:)`` is given a fresh folder that the backend owns outright, so every
+/// byte under it is the backend's doing: an at-rest check may scan all of them.
+public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
+    /// A short, stable, command-line-friendly name (`json-file`, `encrypted-file`).
+    public let name: String
+    /// One line saying how the backend keeps the session.
+    public let summary: String
+    /// Marks a backend that is wrong on purpose, kept as a reference the checks must catch.
+    /// Such backends are left out of "all backends" unless asked for.
+    public let isReferenceBroken: Bool
+    /// Whether the backend promises that no token or user-id bytes are in clear anywhere under its
+    /// folder and that its files are readable by their owner only; the at-rest check holds it to
+    /// that. A reference-broken backend may claim it falsely: that is what the check must catch.
+    public let protectsAtRest: Bool
+    private let factory: @Sendable (String) throws(StorageError) -> any TokenStorage
+
+    public init(
+        name: String, summary: String, isReferenceBroken: Bool = false, protectsAtRest: Bool = false,
+        make: @escaping @Sendable (String) throws(StorageError) -> any TokenStorage
+    ) {
+        self.name = name
+        self.summary = summary
+        self.isReferenceBroken = isReferenceBroken
+        self.protectsAtRest = protectsAtRest
+        self.factory = make
+    }
+
+    /// A storage keeping its session under `directory`, a fresh folder the backend owns (created
+    /// if missing). Storages made on the same folder share the saved session, as a restarted
+    /// process would.
+    public func make(directory: String) throws(StorageError) -> any TokenStorage {
+        try factory(directory)
+    }
+
+    public var description: String { name }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}

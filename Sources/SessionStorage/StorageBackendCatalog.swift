@@ -1,0 +1,40 @@
+import SessionContract
+
+/// The storage backends session-bench ships, by name.
+///
+/// The encrypted backends keep their key in `<directory>/key` and their data in
+/// `<directory>/data`, so the data folder alone reveals nothing; the plain ones use the folder
+/// itself.
+public enum StorageBackendCatalog {
+    /// Every built-in backend, reference-broken ones included, in the order reports list them.
+    public static let all: [StorageBackend] = [
+        StorageBackend(
+            name: "json-file", summary: "plaintext JSON file (UserDefaults analogue), replaced atomically"
+        ) { directory throws(StorageError) in try JSONFileStorage(directory: directory) },
+        StorageBackend(
+            name: "encrypted-file", summary: "AES-256-GCM sealed file, key in a separate file, replaced atomically",
+            protectsAtRest: true
+        ) { directory throws(StorageError) in
+            try EncryptedFileStorage(
+                directory: FileSystem.join(directory, "data"), keyDirectory: FileSystem.join(directory, "key"))
+        },
+        StorageBackend(
+            name: "json-file-in-place", summary: "JSON file truncated and rewritten in place: a crash tears it",
+            isReferenceBroken: true
+        ) { directory throws(StorageError) in try InPlaceJSONFileStorage(directory: directory) },
+        StorageBackend(
+            name: "encrypted-file-leaky",
+            summary: "seals only the refresh token: user id and access token in clear, files 0644",
+            isReferenceBroken: true, protectsAtRest: true
+        ) { directory throws(StorageError) in
+            try LeakyEncryptedFileStorage(
+                directory: FileSystem.join(directory, "data"), keyDirectory: FileSystem.join(directory, "key"))
+        },
+    ]
+
+    /// The backends meant to be correct: what "all backends" means unless broken ones are asked for.
+    public static var correct: [StorageBackend] { all.filter { !$0.isReferenceBroken } }
+
+    /// The backend called `name`, if there is one.
+    public static func named(_ name: String) -> StorageBackend? { all.first { $0.name == name } }
+}

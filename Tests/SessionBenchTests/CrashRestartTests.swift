@@ -1,0 +1,154 @@
+import Foundation
+import SessionContract
+import SessionStores
+import Testing
+
+@testable import SessionBench
+
+/// `crash-restart` end to end: session processes killed at every crash point over real
+/// storage, correct stores passing on every correct backend, and each wrong store or backend
+/// failing with its own invariant.
+@Suite("Crash and restart", .serialized, .timeLimit(.minutes(4)))
+struct CrashRestartTests {
+    struct Report: Decodable {
+        let results: [Result]
+    }
+
+    struct Result: Decodable {
+        let store: String
+        let scenario: String
+        let verdict: String
+        let violations: [Violation]
+        let persistence: PersistenceFigures?
+        let latencies: [Latency]
+    }
+
+    struct Violation: Decodable { let invariant: Int }
+    struct Latency: Decodable {
+        let kind: String
+        let count: UInt64
+    }
+
+    /// Runs `compare` with JSON output; returns the exit status, the results, and everything printed.
+    func compare(_ arguments: [String]) async throws -> (status: Int32, results: [Result], printed: String) {
+        let directory = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("results.json")
+        let run = try await ToolProcess.run(
+            ["compare", "--include-broken", "--output", file.path] + arguments, timeout: 180)
+        let data = (try? Data(contentsOf: file)) ?? Data()
+        let results = (try? JSONDecoder().decode(Report.self, from: data).results) ?? []
+        return (run.status, results, run.stdout + run.stderr)
+    }
+
+    @Test("correct stores pass every crash point on every correct backend; reads never touch storage")
+    func correctStoresPass() async throws {
+        let (status, results, printed) = try await compare([
+            "--stores", "mutex,lock-free-read", "--scenario", "crash-restart",
+        ])
+        #expect(status == 0, "\(printed)")
+        #expect(results.count == 4, "two stores × two backends")
+        for result in results {
+            #expect(result.verdict == "pass", "\(result.store) × \(result.scenario): \(result.violations)")
+            let figures = try #require(result.persistence)
+            #expect(figures.processes == 16)
+            #expect(figures.crashes >= 14, "every point but a clean exit kills the process")
+            #expect(figures.restarts > 0 && figures.survived + figures.endedByReuse == figures.restarts)
+            #expect(figures.readsChecked > 0 && figures.storageCallsDuringReads == 0)
+            #expect(figures.fileMode == "0600")
+            #expect(figures.plaintextAtRest == (figures.backend == "json-file"))
+            #expect(Set(figures.rotationsLost.keys).isSubset(of: ["in-flight", "before-save", "mid-save"]))
+            #expect(figures.rotationsLost(.inFlight) > 0, "a crash before the answer arrived always loses the rotation")
+            #expect(result.latencies.first { $0.kind == "save" }.map { $0.count > 0 } == true)
+        }
+        #expect(!printed.contains("crash-restart-1-user"), "the user id is never printed")
+    }
+
+    /// A wrong store or backend for each invariant of storage, and the invariant it breaks.
+    static let cases: [(store: String, scenario: String, expected: Invariant)] = [
+        ("persist-after-publish", "crash-restart:json-file", .durableRotation),
+        ("persist-unfenced", "crash-restart:encrypted-file", .signOutDurable),
+        ("mutex", "crash-restart:json-file-in-place", .restorable),
+        ("mutex", "crash-restart:encrypted-file-leaky", .sealedAtRest),
+    ]
+
+    @Test("each wrong store or backend fails with its own invariant, and only that one", arguments: cases)
+    func wrongOnesFail(store: String, scenario: String, expected: Invariant) async throws {
+        let (status, results, printed) = try await compare(["--stores", store, "--scenario", scenario])
+        #expect(status == 1, "\(printed)")
+        let result = try #require(results.first)
+        #expect(result.verdict == "violated")
+        #expect(result.violations.map(\.invariant) == [expected.rawValue], "\(printed)")
+    }
+
+    @Test("a reuse grace window on the server lets every restart over a lost rotation survive")
+    func graceWindowKeepsSessions() async throws {
+        let (status, results, printed) = try await compare([
+            "--stores", "mutex", "--scenario", "crash-restart-grace:json-file",
+        ])
+        #expect(status == 0, "\(printed)")
+        let figures = try #require(results.first?.persistence)
+        #expect(figures.reuseGraceSeconds == 30)
+        #expect(figures.rotationsLostTotal > 0)
+        #expect(figures.endedByReuse == 0 && figures.survived == figures.restarts)
+    }
+
+    @Test("bad storage choices are one-line usage errors")
+    func usageErrors() async throws {
+        let unknown = try await ToolProcess.run(["compare", "--scenario", "crash-restart:floppy-disk"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("unknown storage backend") && unknown.stderr.contains("json-file"))
+        #expect(unknown.stderr.split(separator: "\n").count == 1)
+        let nonePersists = try await ToolProcess.run([
+            "compare", "--stores", "actor-task", "--scenario", "crash-restart",
+        ])
+        #expect(nonePersists.status == 2)
+        #expect(nonePersists.stderr.contains("keep their session in storage"))
+        let notStorage = try await ToolProcess.run(["compare", "--scenario", "expiry-storm:json-file"])
+        #expect(notStorage.status == 2)
+    }
+
+    @Test("without a process launcher the scenario says it needs the command line, and runs nothing")
+    func needsTheCommandLine() async throws {
+        let scenario = try #require(try ScenarioCatalog.resolved("crash-restart:json-file").first)
+        let result = await ScenarioRunner().run(StoreCatalog.named("mutex")!, scenario)
+        #expect(result.verdict == .error)
+        #expect(result.failure?.contains("command line") == true)
+    }
+
+    @Test("every pass of the schedule holds every crash point, in an order the seed sets")
+    func scheduleCoversEveryPoint() {
+        let count = CrashPoint.allCases.count
+        for seed: UInt64 in [0, 1, 42, .max] {
+            let schedule = CrashPoint.schedule(rounds: count * 3, seed: seed)
+            for pass in 0..<3 {
+                #expect(Set(schedule[(pass * count)..<((pass + 1) * count)]) == Set(CrashPoint.allCases))
+            }
+            #expect(schedule == CrashPoint.schedule(rounds: count * 3, seed: seed))
+        }
+        #expect(CrashPoint.schedule(rounds: 16, seed: 1) != CrashPoint.schedule(rounds: 16, seed: 2))
+    }
+
+    @Test("every line between driver and session process reads back as written")
+    func linesRoundTrip() {
+        let grant = TokenGrant(
+            accessToken: AccessToken(
+                value: "eyJ\"quoted\"", subject: Subject("u"), generation: 7, expiresAt: TokenInstant(nanoseconds: -5)),
+            refreshToken: RefreshToken("rt.x"))
+        let plan = SessionProcessPlan(
+            store: "mutex", backend: "json-file", directory: "/tmp/x y", incarnation: 3, signIn: true, subject: "u",
+            callers: 4, readsPerCaller: 10, crash: .midSave, midSaveLimit: 99)
+        let lines: [SessionLine] = [
+            .loaded(.session(generation: 4)), .loaded(.empty), .loaded(.unreadable),
+            .signInRequest(id: 1, subject: "u"), .refreshRequest(id: 2, refreshToken: "rt.y"), .first(.success(3)),
+            .first(.failure(.signedOut)), .got(.success(9)), .got(.failure(.refreshTokenRevoked)),
+            .saved(nanoseconds: 1234), .reads(count: 10, storageCalls: 0), .signedOut, .done, .problem("why"),
+            .plan(plan), .grant(id: 5, grant), .failure(id: 6, .invalidGrant),
+        ]
+        for line in lines {
+            #expect(SessionLine(line: line.encoded) == line, "\(line)")
+            #expect(!line.encoded.contains("\n"))
+        }
+        #expect(SessionLine(line: "a store's own print") == nil)
+    }
+}
