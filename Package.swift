@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -36,11 +37,15 @@ let package = Package(
         .target(
             name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"], swiftSettings: imports),
         // Where stores keep a session between launches: files written atomically, a JSON file
-        // (plaintext, the UserDefaults analogue), an AES-GCM encrypted file, and the deliberately
-        // wrong backends the crash and at-rest checks must catch.
+        // (plaintext, the UserDefaults analogue), an AES-GCM encrypted file, a SQLite row (GRDB,
+        // over the system's libsqlite3), and the deliberately wrong backends the crash and
+        // at-rest checks must catch.
         .target(
             name: "SessionStorage",
-            dependencies: ["SessionContract", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "SessionContract", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: imports),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
         .target(name: "TokenServer", dependencies: ["SessionContract", "SessionSync"], swiftSettings: imports),
@@ -73,7 +78,8 @@ let package = Package(
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
-                "SessionBench", "SessionBenchCLI", "SessionStores", "TokenServer", "SessionContract", "SessionSync",
+                "SessionBench", "SessionBenchCLI", "SessionStores", "SessionStorage", "TokenServer", "SessionContract",
+                "SessionSync",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

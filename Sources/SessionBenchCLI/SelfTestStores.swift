@@ -2,11 +2,14 @@ import Dispatch
 import Foundation
 import SessionContract
 import SessionStores
+import Synchronization
 
 /// Stores for checking the command line itself: one crashes the process at the first expiry,
 /// one never answers, one makes its refresh single-flight with a semaphore and so blocks the
-/// threads of the cooperative pool, and one is correct but allocates exactly once per read, so
-/// that every allocation counter can be held to a known figure. They exist only when
+/// threads of the cooperative pool, one is correct but allocates exactly once per read, so
+/// that every allocation counter can be held to a known figure, and one restores a saved
+/// session without its refresh token (the Keychain item unreadable before the first unlock), so
+/// it gives the session up at its first refresh. They exist only when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
@@ -32,7 +35,35 @@ enum SelfTestStores {
             name: "allocates-once-per-read", summary: "the mutex store plus one 32-byte malloc per read (self-test)",
             isReferenceBroken: true
         ) { AllocatingStore(configuration: $0) },
+        StoreDescriptor(
+            name: "restores-without-refresh-token",
+            summary: "a restored session's first refresh ends in signed out (self-test)", isReferenceBroken: true,
+            offersSynchronousRead: false, persistsSession: true
+        ) { RestoredWithoutRefreshToken(configuration: $0) },
     ]
+}
+
+/// The mutex store over storage, except that a session it restored (rather than signed in
+/// itself) has no refresh token: its first refresh fails with `signedOut`, without a call.
+private final class RestoredWithoutRefreshToken: SessionStore {
+    private let inner: MutexStore
+    private let signedInHere = Atomic<Bool>(false)
+
+    init(configuration: SessionStoreConfiguration) { inner = MutexStore(configuration: configuration) }
+
+    func validToken() async throws(SessionError) -> AccessToken { try await inner.validToken() }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        guard signedInHere.load(ordering: .acquiring) else { throw .signedOut }
+        return try await inner.tokenRejected(token)
+    }
+
+    func signIn(_ credentials: Credentials) async throws(SessionError) {
+        signedInHere.store(true, ordering: .releasing)
+        try await inner.signIn(credentials)
+    }
+
+    func signOut() async { await inner.signOut() }
 }
 
 /// The mutex store with exactly one heap allocation of ``bytes`` bytes on every read: a store

@@ -55,14 +55,32 @@ public enum AtomicFile {
         try FileSystem.readAll(path)
     }
 
-    /// Removes `path` durably; a missing file (or folder) is already removed and is not an error.
+    /// Removes `path` durably, with the temporary files of writes to it that a crash cut short
+    /// (they may hold an older version of the contents); a missing file (or folder) is already
+    /// removed and is not an error.
     public static func remove(_ path: String) throws(StorageError) {
+        let leftovers = removeLeftovers(of: path)
         guard unlink(path) == 0 else {
             let code = errno
-            if code == ENOENT { return }
-            throw FileSystem.writeFailed(path, code)
+            if code != ENOENT { throw FileSystem.writeFailed(path, code) }
+            if leftovers > 0 { try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path) }
+            return
         }
         try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
+    }
+
+    /// Unlinks the temporary files `write(_:to:mode:)` leaves beside `path` when the process
+    /// dies mid-write; how many there were.
+    @discardableResult
+    static func removeLeftovers(of path: String) -> Int {
+        let folder = FileSystem.folder(of: path)
+        let prefix = ".\(FileSystem.name(of: path))."
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var removed = 0
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            if unlink(FileSystem.join(folder, name)) == 0 { removed += 1 }
+        }
+        return removed
     }
 
     /// Writes `data` to a fresh temporary file beside `path`, synced and closed; its path.

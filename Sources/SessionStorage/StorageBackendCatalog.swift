@@ -19,6 +19,9 @@ public enum StorageBackendCatalog {
                 directory: FileSystem.join(directory, "data"), keyDirectory: FileSystem.join(directory, "key"))
         },
         StorageBackend(
+            name: "sqlite", summary: "one row of a SQLite database (GRDB) in WAL mode; erased on sign-out"
+        ) { directory throws(StorageError) in try SQLiteStorage(directory: directory) },
+        StorageBackend(
             name: "json-file-in-place", summary: "JSON file truncated and rewritten in place: a crash tears it",
             isReferenceBroken: true
         ) { directory throws(StorageError) in try InPlaceJSONFileStorage(directory: directory) },
@@ -30,6 +33,11 @@ public enum StorageBackendCatalog {
             try LeakyEncryptedFileStorage(
                 directory: FileSystem.join(directory, "data"), keyDirectory: FileSystem.join(directory, "key"))
         },
+        StorageBackend(
+            name: "sqlite-plain-delete",
+            summary: "SQLite row removed with a plain DELETE: the ended session stays in the file's free space",
+            isReferenceBroken: true
+        ) { directory throws(StorageError) in try SQLiteStorage(directory: directory, erasesOnClear: false) },
     ]
 
     /// The backends meant to be correct: what "all backends" means unless broken ones are asked for.

@@ -12,25 +12,47 @@ struct AtRestScan: Sendable, Hashable {
 
     var holdsPlaintext: Bool { !exposures.isEmpty }
 
-    /// Scans every regular file under `directory` for `secrets` (kind → byte strings).
+    /// Scans every regular file under `directory` for `secrets` (kind → byte strings), in clear
+    /// or base64-encoded (standard or URL alphabet: encoding is not encryption), and every file
+    /// name for them. A name that holds a secret is not printed.
     static func scan(_ directory: String, secrets: [String: [[UInt8]]]) -> AtRestScan {
         var scan = AtRestScan()
         let manager = FileManager.default
         guard let walker = manager.enumerator(atPath: directory) else { return scan }
+        let needles = secrets.mapValues { $0.flatMap(Self.forms) }
         while let relative = walker.nextObject() as? String {
             let path = directory + "/" + relative
+            let nameBytes = Array(relative.utf8)
+            let namedKinds = needles.keys.sorted().filter { kind in secrets[kind]!.contains { nameBytes.contains($0) } }
+            let shown = namedKinds.isEmpty ? relative : "a file whose name holds \(namedKinds.joined(separator: ", "))"
+            for kind in namedKinds { scan.exposures.append("\(shown): its name holds \(kind) bytes") }
             var info = stat()
             guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
             let mode = UInt16(info.st_mode & 0o777)
             scan.widestMode |= mode
-            if mode & 0o077 != 0 { scan.looseFiles.append("\(relative) \(String(mode, radix: 8).leftPadded(4))") }
+            if mode & 0o077 != 0 { scan.looseFiles.append("\(shown) \(String(mode, radix: 8).leftPadded(4))") }
             guard let contents = manager.contents(atPath: path) else { continue }
             let bytes = [UInt8](contents)
-            for kind in secrets.keys.sorted() where secrets[kind]!.contains(where: { bytes.contains($0) }) {
-                scan.exposures.append("\(relative) holds \(kind) bytes in clear")
+            for kind in needles.keys.sorted() where needles[kind]!.contains(where: { bytes.contains($0) }) {
+                scan.exposures.append("\(shown) holds \(kind) bytes in clear or merely encoded")
             }
         }
         return scan
+    }
+
+    /// The byte strings that give `secret` away: itself, and its base64 in each of the three
+    /// alignments it can have inside a longer encoded text (the last, partial group left out).
+    static func forms(of secret: [UInt8]) -> [[UInt8]] {
+        var forms = [secret]
+        for offset in 0..<3 where secret.count - offset >= 12 {
+            let tail = Array(secret[offset...])
+            let whole = Array(tail.prefix(tail.count / 3 * 3))
+            let standard = Array(Data(whole).base64EncodedString().utf8)
+            let url = standard.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 }
+            forms.append(standard)
+            if url != standard { forms.append(url) }
+        }
+        return forms
     }
 
     /// Adds what another scan of the same storage saw.

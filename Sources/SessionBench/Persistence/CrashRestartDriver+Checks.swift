@@ -5,25 +5,30 @@ import TokenServer
 /// The checks of `crash-restart`, from what the processes reported, the server's ledger and
 /// the storage's files. None looks inside a store or a backend.
 extension CrashRestartDriver {
-    /// I14, I15, I16 at the start of a process, against how the previous one left the session;
-    /// and the survival figures.
-    func judgeRestart(after carried: Carried, _ life: Incarnation, outcome: inout DriverOutcome) {
+    /// I14, I15, I16 over a restart: what the storage held when `life` started (read by the
+    /// driver once `previous` had ended), against how `previous` left the session; what the
+    /// restarted store presented to the server; whether a session saved intact went on. And
+    /// the survival figures.
+    func judgeRestart(
+        after carried: Carried, _ previous: Incarnation, _ life: Incarnation, entries: [LedgerEntry],
+        outcome: inout DriverOutcome
+    ) {
         let context = "process \(life.index) restarted after a \(carried.crash.rawValue) crash"
-        if life.load == .unreadable {
+        if previous.disk == .unreadable {
             oracle.report(
                 .restorable, "the stored session could not be read back: \(context)",
                 trace: ["the previous process died at \(carried.crash.rawValue) while the storage was in use"])
         }
-        if carried.ended, case .session(let generation)? = life.load {
+        if carried.ended, case .session(let generation) = previous.disk {
             oracle.report(
                 .signOutDurable,
-                "a session signed out before the crash came back from storage (generation \(generation)): \(context)",
-                trace: ["signOut() had returned in process \(life.index - 1) before it was killed"])
+                "a session signed out before the crash was still in storage (generation \(generation)): \(context)",
+                trace: ["signOut() had returned in process \(previous.index) before it was killed"])
         }
         guard carried.live else { return }
         outcome.persistence?.restarts += 1
-        switch life.load {
-        case .session(let restored)?:
+        switch previous.disk {
+        case .session(let restored):
             if restored < carried.handed {
                 oracle.report(
                     .durableRotation,
@@ -34,25 +39,79 @@ extension CrashRestartDriver {
                     ])
             } else if restored < carried.latestIssued {
                 outcome.persistence?.rotationsLost[carried.crash.rawValue, default: 0] += 1
+                // The server may refuse the older refresh token (a reuse); the store may not give
+                // the session up on its own.
+                if !Self.refused(entries), let why = Self.callerFailure(life) {
+                    oracle.report(
+                        .durableRotation,
+                        "the restarted store ended a session the server had not refused: \(why): \(context)",
+                        trace: ["the storage held generation \(restored); the server refused no refresh token"])
+                }
+            } else if let why = Self.callerFailure(life) ?? Self.refusal(entries) {
+                oracle.report(
+                    .durableRotation,
+                    "nothing was lost at the crash, yet the session did not survive the restart: \(why): \(context)",
+                    trace: ["the storage held generation \(restored), the latest the server had issued"])
+            }
+            if let presented = entries.first(where: { $0.call == .refresh })?.presentedGeneration,
+                presented < restored
+            {
+                oracle.report(
+                    .durableRotation,
+                    "the storage held generation \(restored)'s access token, but the restarted store presented "
+                        + "generation \(presented)'s refresh token: \(context)",
+                    trace: ["a grant is saved whole: the access token with the refresh token that came with it"])
             }
             if !life.signedIn, life.first == .failure(.signedOut) {
                 oracle.report(
                     .durableRotation, "the storage held a session but the store came back signed out: \(context)")
             }
-        case .empty?, nil:
+        case .empty:
             if carried.handed > 0 {
                 oracle.report(
                     .durableRotation,
                     "callers had generation \(carried.handed), but the storage held no session: \(context)")
             }
-        case .unreadable?:
+        case .unreadable:
             break  // I14 above
         }
-        if life.sawRevocation {
+        if Self.refused(entries) || life.sawRevocation {
             outcome.persistence?.endedByReuse += 1
-        } else if (try? life.first?.get()) != nil {
+        } else if Self.callerFailure(life) == nil, (try? life.first?.get()) != nil {
             outcome.persistence?.survived += 1
         }
+    }
+
+    /// How a restarted session's callers saw it end: its first call failed, or a caller of its
+    /// storm got `refreshTokenRevoked` or `signedOut` (a sign-out of its own aside).
+    static func callerFailure(_ life: Incarnation) -> String? {
+        if case .failure(let error)? = life.first { return "its first call failed with \(error)" }
+        let ownSignOut = life.crash == .signOutDuringRefresh
+        let error = life.got.compactMap { result -> SessionError? in
+            guard case .failure(let error) = result else { return nil }
+            return error == .refreshTokenRevoked || (error == .signedOut && !ownSignOut) ? error : nil
+        }.first
+        return error.map { "a caller of its storm got \($0)" }
+    }
+
+    /// Whether the server refused a refresh token of this process (`invalid_grant`).
+    static func refused(_ entries: [LedgerEntry]) -> Bool { refusal(entries) != nil }
+
+    /// The server's refusal of a refresh token of this process, described; `nil` if none.
+    static func refusal(_ entries: [LedgerEntry]) -> String? {
+        entries.first { $0.call == .refresh && $0.isInvalidGrant }.map {
+            "the server refused its refresh token (\($0.outcome.rawValue))"
+        }
+    }
+
+    /// I16 on disk: once `signOut()` has returned, no file holds the ended session's refresh
+    /// token in clear (a backup, a leftover of an interrupted write, a second file).
+    func judgeSignOutLeftovers(_ scan: AtRestScan, _ life: Incarnation) {
+        guard scan.holdsPlaintext else { return }
+        oracle.report(
+            .signOutDurable,
+            "after signOut() returned in process \(life.index), the ended session's refresh token was still on disk",
+            trace: scan.exposures)
     }
 
     /// I1, I2 and I7 within each process: one refresh per storm, one outcome for its callers,
@@ -79,7 +138,9 @@ extension CrashRestartDriver {
                 return firstRedeemedBy[generation] == name
             }
             oracle.auditLedger(slice, observed: { handed.contains($0) })
-            let refreshes = entries.filter { Self.process(of: $0) == name && $0.call == .refresh }
+            let refreshes = entries.filter {
+                Self.process(of: $0) == name && $0.call == .refresh && $0.context.hasSuffix(", storm")
+            }
             if refreshes.count > 1 {
                 oracle.report(
                     .singleFlight,
@@ -119,7 +180,7 @@ extension CrashRestartDriver {
         }
     }
 
-    /// `process 3` from a ledger entry's context (`process 3, mid-save`).
+    /// `process 3` from a ledger entry's context (`process 3, mid-save, storm`).
     static func process(of entry: LedgerEntry) -> String {
         String(entry.context.prefix { $0 != "," })
     }

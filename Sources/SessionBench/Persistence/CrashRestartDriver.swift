@@ -25,16 +25,25 @@ struct CrashRestartDriver {
         let index: Int
         let crash: CrashPoint
         let signedIn: Bool
-        var load: SessionLine.LoadOutcome?
         var first: Result<UInt64, SessionError>?
         var got: [Result<UInt64, SessionError>] = []
         var signedOut = false
         var done = false
         var killed = false
-        var refreshes = 0
-        /// Generations the server issued to this process, delivered or not.
+        /// Generations the server issued to this process, delivered or not, and those issued to
+        /// its storm (after its first token).
         var issued: [UInt64] = []
+        var issuedInStorm: [UInt64] = []
         var end: ProcessEnd?
+        /// What the storage held once the process had ended, read by the driver itself.
+        var disk: StoredState = .empty
+        /// The server refused a refresh token of this process (`invalid_grant`): the session is
+        /// over at the server whether or not a caller lived to hear it.
+        var refused = false
+
+        /// The round did what its crash point needs: its storm got a grant from the server.
+        /// Otherwise (the session had just been revoked) the point is tried again.
+        var landed: Bool { crash == .clean || !issuedInStorm.isEmpty }
 
         /// The highest generation any caller of this process was handed.
         var handed: UInt64 {
@@ -42,7 +51,7 @@ struct CrashRestartDriver {
         }
 
         var sawRevocation: Bool {
-            first == .failure(.refreshTokenRevoked) || got.contains(.failure(.refreshTokenRevoked))
+            refused || first == .failure(.refreshTokenRevoked) || got.contains(.failure(.refreshTokenRevoked))
         }
     }
 
@@ -76,13 +85,19 @@ struct CrashRestartDriver {
         var random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         var carried = Carried()
         var lives: [Incarnation] = []
+        var pending = CrashPoint.schedule(rounds: scenario.rounds, seed: scenario.seed)
+        // The last crash is judged by the process after it: end with a clean one.
+        if pending.last != .clean { pending.append(.clean) }
         let started = ContinuousClock.now
-        for (index, crash) in CrashPoint.schedule(rounds: scenario.rounds, seed: scenario.seed).enumerated() {
+        // Every point of the schedule lands on a session whose storm refreshed: a point that
+        // fell on a process whose session had just been revoked is tried again, up to a bound.
+        while let crash = pending.first, lives.count < Self.processLimit(rounds: scenario.rounds) {
+            let index = lives.count
             let plan = SessionProcessPlan(
                 store: descriptor.name, backend: backend.name, directory: directory, incarnation: index,
                 signIn: !carried.live, subject: subject, callers: scenario.tasks, readsPerCaller: 200, crash: crash,
                 midSaveLimit: 1 + Int(random.next() % 600))
-            server.setContext("process \(index), \(crash.rawValue)")
+            server.setContext(Self.context(index, crash, "launch"))
             let link: SessionProcessLink
             do { link = try launcher.launch() } catch {
                 outcome.failure = "could not start a session process: \(error)"
@@ -93,6 +108,7 @@ struct CrashRestartDriver {
             let stop = await drive(link, plan: plan, life: &life, server: server, secrets: &secrets, outcome: &outcome)
             let end = await link.wait()
             life.end = end
+            life.disk = Self.read(backend, directory)
             outcome.persistence?.processes += 1
             if case .signaled = end { outcome.persistence?.crashes += 1 }
             if !stop, let why = unexpected(end, life) {
@@ -100,11 +116,19 @@ struct CrashRestartDriver {
                 outcome.failure = why + (Self.trap(in: link.errors).map { ": \($0)" } ?? "")
             }
             scan.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
-            if index > 0 { judgeRestart(after: carried, life, outcome: &outcome) }
-            carried = Self.carry(carried, life)
+            if life.signedOut {
+                let ended = AtRestScan.scan(directory, secrets: ["the signed-out session's refresh token": secrets.session])
+                judgeSignOutLeftovers(ended, life)
+            }
+            let entries = server.ledger.entries.filter { Self.process(of: $0) == "process \(index)" }
+            life.refused = entries.contains { $0.call == .refresh && $0.isInvalidGrant }
+            if index > 0 { judgeRestart(after: carried, lives.last!, life, entries: entries, outcome: &outcome) }
+            carried = Self.carry(carried, life, restored: lives.last?.disk)
             lives.append(life)
+            if life.landed { pending.removeFirst() }
             if stop || outcome.failure != nil { break }
         }
+        outcome.persistence?.pointsNotPlayed = pending.map(\.rawValue)
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         auditLedger(server.ledger.entries, lives: lives, outcome: &outcome)
         judgeAtRest(scan, outcome: &outcome)
@@ -134,25 +158,27 @@ struct CrashRestartDriver {
             case .line(let text):
                 guard let line = SessionLine(line: text) else { continue }
                 switch line {
-                case .loaded(let load): life.load = load
                 case .signInRequest(let id, let user):
                     let result = await server.signInResult(Credentials(subject: Subject(user)))
+                    secrets.startSession()
                     if case .success(let grant) = result { secrets.note(grant, in: &life) }
                     link.send(Self.reply(id, result))
                 case .refreshRequest(let id, let token):
-                    life.refreshes += 1
                     let result = await server.refreshResult(RefreshToken(token))
                     if case .success(let grant) = result { secrets.note(grant, in: &life) }
-                    if life.crash == .inFlight, life.first != nil {
+                    let inStorm = life.first != nil
+                    if life.crash == .inFlight, inStorm {
                         // Rotated at the server; the answer never reaches the process.
                         life.killed = true
                         link.kill()
-                    } else if life.crash == .signOutDuringRefresh, !life.signedOut {
+                    } else if life.crash == .signOutDuringRefresh, inStorm, !life.signedOut {
                         held = Self.reply(id, result)  // answered once signOut() has returned
                     } else {
                         link.send(Self.reply(id, result))
                     }
-                case .first(let first): life.first = first
+                case .first(let first):
+                    life.first = first
+                    server.setContext(Self.context(life.index, life.crash, "storm"))
                 case .got(let got): life.got.append(got)
                 case .saved(let nanoseconds): outcome.latencies.record(.save, nanoseconds: nanoseconds)
                 case .reads(let count, let calls):
@@ -205,13 +231,17 @@ struct CrashRestartDriver {
         }
     }
 
-    private static func carry(_ carried: Carried, _ life: Incarnation) -> Carried {
+    /// How `life` leaves the session for the next process. A rotation lost before `life` was
+    /// judged at its start and is gone: the session goes on from what `life` restored.
+    private static func carry(_ carried: Carried, _ life: Incarnation, restored: StoredState?) -> Carried {
         var next = Carried()
         let hasSession = (try? life.first?.get()) != nil
         next.ended = life.signedOut
         next.live = hasSession && !life.signedOut && !life.sawRevocation
         next.handed = life.signedIn ? life.handed : max(carried.handed, life.handed)
-        next.latestIssued = max(life.signedIn ? 0 : carried.latestIssued, life.issued.max() ?? 0)
+        var base: UInt64 = 0
+        if !life.signedIn, case .session(let generation)? = restored { base = generation }
+        next.latestIssued = max(base, life.issued.max() ?? 0)
         next.crash = life.crash
         return next
     }
@@ -220,6 +250,26 @@ struct CrashRestartDriver {
         let markers = ["Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed"]
         guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
         return String(line.trimmingCharacters(in: .whitespaces).prefix(300))
+    }
+
+    /// The server's context for a process's calls: `process 3, mid-save, storm`.
+    static func context(_ index: Int, _ crash: CrashPoint, _ phase: String) -> String {
+        "process \(index), \(crash.rawValue), \(phase)"
+    }
+
+    /// At most this many processes: every scheduled point, and as many again for points that
+    /// fell on a session that had just been revoked.
+    static func processLimit(rounds: Int) -> Int { rounds * 2 }
+
+    /// What the storage holds, read by the driver with the backend's own code: what any
+    /// process started now would find, whether or not the store reads it eagerly.
+    static func read(_ backend: StorageBackend, _ directory: String) -> StoredState {
+        do throws(StorageError) {
+            let storage = try backend.make(directory: directory)
+            return try storage.load().map { .session(generation: $0.accessToken.generation) } ?? .empty
+        } catch {
+            return .unreadable
+        }
     }
 
     static func temporaryDirectory() throws -> String {
@@ -236,9 +286,16 @@ struct Secrets {
 
     init(subject: String) { byKind = ["user id": [Array(subject.utf8)], "access token": [], "refresh token": []] }
 
+    /// The refresh tokens of the session now under way (from its sign-in on).
+    private(set) var session: [[UInt8]] = []
+
+    mutating func startSession() { session = [] }
+
     mutating func note(_ grant: TokenGrant, in life: inout CrashRestartDriver.Incarnation) {
         byKind["access token", default: []].append(Array(grant.accessToken.value.utf8.prefix(64)))
         byKind["refresh token", default: []].append(Array(grant.refreshToken.value.utf8))
+        session.append(Array(grant.refreshToken.value.utf8))
         life.issued.append(grant.accessToken.generation)
+        if life.first != nil { life.issuedInStorm.append(grant.accessToken.generation) }
     }
 }

@@ -8,9 +8,9 @@ import Synchronization
     import Darwin
 #endif
 
-/// The harness's wrapper around a store's storage in a session process: it tells the driver
-/// what was loaded and how long each save took, counts every call (reads must make none), and,
-/// once armed, ends the process at the plan's crash point inside the next save.
+/// The harness's wrapper around a store's storage in a session process: it tells the driver how
+/// long each save took, counts every call (reads should make none), and, once armed, ends the
+/// process at the plan's crash point inside the save of the round's refresh.
 ///
 /// The store sees an ordinary ``TokenStorage``; nothing here depends on how the store or the
 /// backend works. A crash in the middle of a save lowers the process's file-size limit, so the
@@ -21,7 +21,9 @@ final class CrashingStorage: TokenStorage {
     private let pipe: SessionPipe
     private let crash: CrashPoint
     private let midSaveLimit: Int
-    private let armed = Atomic<Bool>(false)
+    /// The crash fires at the first save of a grant newer than this generation; `.max` while
+    /// disarmed, and again once fired.
+    private let armedAbove = Atomic<UInt64>(.max)
     private let calls = Atomic<Int>(0)
     private let underway = Atomic<Int>(0)
 
@@ -32,9 +34,12 @@ final class CrashingStorage: TokenStorage {
         self.midSaveLimit = midSaveLimit
     }
 
-    /// From now on, the next save ends the process at the crash point (if it is one of the
-    /// points inside a save).
-    func arm() { armed.store(crash.firesInStorage, ordering: .sequentiallyConsistent) }
+    /// From now on, the first save of a grant newer than `generation` — the refresh the round
+    /// is about — ends the process at the crash point (if it is one of the points inside a
+    /// save). Saves of the grant the store already had (a store that saves on reads) pass.
+    func arm(above generation: UInt64) {
+        if crash.firesInStorage { armedAbove.store(generation, ordering: .sequentiallyConsistent) }
+    }
 
     /// Storage calls so far.
     var callCount: Int { calls.load(ordering: .sequentiallyConsistent) }
@@ -59,18 +64,16 @@ final class CrashingStorage: TokenStorage {
     }
 
     func load() throws(StorageError) -> TokenGrant? {
-        do throws(StorageError) {
-            let grant = try call { () throws(StorageError) in try wrapped.load() }
-            pipe.send(.loaded(grant.map { .session(generation: $0.accessToken.generation) } ?? .empty))
-            return grant
-        } catch {
-            pipe.send(.loaded(.unreadable))
-            throw error
-        }
+        try call { () throws(StorageError) in try wrapped.load() }
     }
 
     func save(_ grant: TokenGrant) throws(StorageError) {
-        let firing = armed.exchange(false, ordering: .sequentiallyConsistent)
+        let threshold = armedAbove.load(ordering: .sequentiallyConsistent)
+        let firing =
+            grant.accessToken.generation > threshold
+            && armedAbove.compareExchange(
+                expected: threshold, desired: .max, ordering: .sequentiallyConsistent
+            ).exchanged
         if firing, crash == .beforeSave {
             // Dying "as the save starts": give callers the store already resumed time to say
             // what they got (a store that publishes first is seen doing so), then die.

@@ -24,6 +24,9 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
     public var plaintextAtRest = false
     /// The widest permission bits seen on the storage's files (`0600`); `nil` if none was written.
     public var fileMode: String?
+    /// Crash points of the schedule that never landed on a session whose storm refreshed, within
+    /// the bound on processes (a store whose storms get no new grant): empty when all were played.
+    public var pointsNotPlayed: [String] = []
     /// Reads made in the read phases, and storage calls made while they ran (there should be none).
     public var readsChecked = 0
     public var storageCallsDuringReads = 0

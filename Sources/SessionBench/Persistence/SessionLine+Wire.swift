@@ -26,9 +26,6 @@ extension SessionLine {
     var encoded: String {
         let wire: Wire
         switch self {
-        case .loaded(.session(let generation)): wire = Wire(type: "loaded", generation: generation)
-        case .loaded(.empty): wire = Wire(type: "loaded-empty")
-        case .loaded(.unreadable): wire = Wire(type: "loaded-unreadable")
         case .signInRequest(let id, let subject): wire = Wire(type: "sign-in", id: id, text: subject)
         case .refreshRequest(let id, let token): wire = Wire(type: "refresh", id: id, text: token)
         case .first(.success(let generation)): wire = Wire(type: "first", generation: generation)
@@ -57,11 +54,6 @@ extension SessionLine {
         }
         func sessionError() -> SessionError? { Self.sessionErrors.first { $0.description == wire.text } }
         switch wire.type {
-        case "loaded":
-            guard let generation = wire.generation else { return nil }
-            self = .loaded(.session(generation: generation))
-        case "loaded-empty": self = .loaded(.empty)
-        case "loaded-unreadable": self = .loaded(.unreadable)
         case "sign-in":
             guard let id = wire.id, let text = wire.text else { return nil }
             self = .signInRequest(id: id, subject: text)

@@ -9,10 +9,10 @@ import Synchronization
     import Darwin
 #endif
 
-/// A session process's side of its two pipes: lines out on standard output, whole, from any
-/// thread; lines in from standard input on a thread of its own, which hands the plan to
-/// ``plan()`` and each token-endpoint answer to the call waiting for it. When the driver closes
-/// standard input the process exits normally: that is a clean shutdown.
+/// A session process's side of its two pipes: lines out, whole, from any thread, on a
+/// descriptor of their own; lines in from standard input on a thread of its own, which hands
+/// the plan to ``plan()`` and each token-endpoint answer to the call waiting for it. When the
+/// driver closes standard input the process exits normally: that is a clean shutdown.
 final class SessionPipe: Sendable {
     private typealias Reply = CheckedContinuation<Result<TokenGrant, TokenEndpointError>, Never>
 
@@ -27,8 +27,15 @@ final class SessionPipe: Sendable {
 
     private let state = Mutex(State())
     private let writing = Mutex(())
+    private let output: Int32
 
-    init() {}
+    /// Takes the process's standard output for the protocol and points descriptor 1 at standard
+    /// error, so whatever the store prints can never split or swallow a line of the protocol.
+    init() {
+        output = dup(1)
+        _ = fcntl(output, F_SETFD, FD_CLOEXEC)
+        dup2(2, 1)
+    }
 
     /// Starts reading standard input.
     func start() {
@@ -51,7 +58,7 @@ final class SessionPipe: Sendable {
                 let count = buffer.count - 1
                 while offset < count {
                     let written = buffer.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: count) {
-                        write(1, $0 + offset, count - offset)
+                        write(output, $0 + offset, count - offset)
                     }
                     if written < 0, errno == EINTR { continue }
                     if written <= 0 { break }

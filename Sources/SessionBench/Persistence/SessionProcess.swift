@@ -55,7 +55,8 @@ public enum SessionProcess {
         pipe.send(.first(first.map(\.generation)))
         guard case .success(let token) = first else { return }
 
-        storage.arm()
+        storage.arm(above: token.generation)
+        let sentBefore = pipe.refreshesSent
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<plan.callers {
                 group.addTask {
@@ -65,8 +66,12 @@ public enum SessionProcess {
             }
             if plan.crash == .signOutDuringRefresh {
                 group.addTask {
-                    // Sign out once the refresh is on its way; the driver holds its answer until then.
-                    while pipe.refreshesSent == 0 { try? await Task.sleep(for: .milliseconds(1)) }
+                    // Sign out once the refresh is on its way (the driver holds its answer until
+                    // then), or after a second if the store never sends one.
+                    let deadline = ContinuousClock.now + .seconds(1)
+                    while pipe.refreshesSent == sentBefore, ContinuousClock.now < deadline {
+                        try? await Task.sleep(for: .milliseconds(1))
+                    }
                     await store.signOut()
                     pipe.send(.signedOut)
                 }

@@ -46,8 +46,6 @@ public struct SessionProcessPlan: Sendable, Codable, Hashable {
 /// pipe (it is the session's network); nothing of it is ever printed or written to results.
 enum SessionLine: Equatable {
     // Session process → driver.
-    /// What the storage held when the store was made: a generation, nothing, or unreadable.
-    case loaded(LoadOutcome)
     /// The token endpoint's calls, answered by ``grant(_:_:)`` or ``failure(_:_:)``.
     case signInRequest(id: Int, subject: String)
     case refreshRequest(id: Int, refreshToken: String)
@@ -69,10 +67,11 @@ enum SessionLine: Equatable {
     case plan(SessionProcessPlan)
     case grant(id: Int, TokenGrant)
     case failure(id: Int, TokenEndpointError)
+}
 
-    enum LoadOutcome: Equatable {
-        case session(generation: UInt64)
-        case empty
-        case unreadable
-    }
+/// What a storage folder holds, as the backend reads it back.
+enum StoredState: Equatable {
+    case session(generation: UInt64)
+    case empty
+    case unreadable
 }

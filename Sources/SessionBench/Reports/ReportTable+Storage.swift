@@ -10,8 +10,12 @@ extension ResultsReport {
         let figures = results.filter { $0.scenario == scenario }.compactMap(\.persistence)
         guard let first = figures.first else { return nil }
         let processes = Set(figures.map(\.processes)).sorted().map(String.init).joined(separator: "–")
+        let unplayed = figures.map(\.pointsNotPlayed.count).max() ?? 0
         return "\(processes) session processes, each ended at a seeded crash point and restarted on the same "
             + "storage; server reuse grace \(InputRange.text(first.reuseGraceSeconds))s"
+            + (unplayed > 0
+                ? "; warning: up to \(unplayed) crash point(s) never landed on a storm that refreshed (see the JSON)"
+                : "")
     }
 
     func storageRows(for scenario: String) -> [[String]] {

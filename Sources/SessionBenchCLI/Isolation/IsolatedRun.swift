@@ -152,9 +152,15 @@ enum IsolatedRun {
         var seconds = 10.0
         for scenario in scenarios {
             let crowd = Double(scenario.tasks) * 50e-6
-            seconds +=
-                scenario.isRoundBased
-                ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
+            if scenario.needsStorage {
+                // A process per round, each with a hang timeout of its own, and as many again for
+                // crash points retried on a revoked session: slow fsyncs are not a hang.
+                seconds += Double(scenario.rounds) * 2 * (2 + hangTimeout)
+            } else {
+                seconds +=
+                    scenario.isRoundBased
+                    ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
+            }
             seconds += hangTimeout * 3
             if !scenario.isRoundBased, scenario.arrivalRate == nil {
                 // The synchronous phase of stores that have one: its loop as long again, the

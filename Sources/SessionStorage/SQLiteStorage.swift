@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import GRDB
+import SessionContract
+import Synchronization
+
+/// The session as one row of a SQLite database (GRDB) in WAL mode, as a server-side Swift
+/// service or an app with a database already would keep it.
+///
+/// - Crash safety is SQLite's: each save is one transaction, committed to the write-ahead log
+///   with `synchronous = FULL` (the log is synced at every commit), so after a crash the row is
+///   the previous session or the new one; a torn log frame is ignored by its checksum.
+/// - Sign-out leaves nothing behind: `secure_delete` overwrites deleted rows with zeros, and a
+///   checkpoint that truncates the log drops the frames that still held them. Without both, the
+///   ended session's refresh token stays readable in the file's free pages and in the log.
+/// - The database, its log and its shared-memory file are the owner's alone (0600): the
+///   database file is made with that mode before SQLite opens it, and SQLite gives its side
+///   files the database's mode. The contents are plaintext: no encryption.
+public final class SQLiteStorage: TokenStorage {
+    /// The database file inside the directory.
+    public static let fileName = "session.sqlite"
+
+    public let path: String
+    private let configuration: Configuration
+    /// Opened, and the table made, at the first call: a damaged file is then reported by the
+    /// call that meets it (``load()`` as unreadable), never by making the storage.
+    private let database = Mutex<DatabaseQueue?>(nil)
+
+    /// Keeps the session in `<directory>/session.sqlite`, creating the folder (0700) and the
+    /// database file (0600) if they are missing. `erasesOnClear: false` is the reference-broken
+    /// variant: a plain `DELETE`, which leaves the ended session's bytes in the file.
+    public init(directory: String, erasesOnClear: Bool = true) throws(StorageError) {
+        try FileSystem.makeFolder(directory, mode: 0o700)
+        path = FileSystem.join(directory, Self.fileName)
+        let created = FileSystem.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard created >= 0 else { throw FileSystem.writeFailed(path, -created) }
+        close(created)
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA secure_delete = \(erasesOnClear ? "ON" : "OFF")")
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        self.configuration = configuration
+        self.erasesOnClear = erasesOnClear
+    }
+
+    private let erasesOnClear: Bool
+
+    public func load() throws(StorageError) -> TokenGrant? {
+        do {
+            return try opened().read { db in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = 1") else { return nil }
+                func text(_ column: String) -> String { String(decoding: row[column] as Data, as: UTF8.self) }
+                return TokenGrant(
+                    accessToken: AccessToken(
+                        value: text("access_token"), subject: Subject(text("subject")),
+                        generation: UInt64(bitPattern: row["generation"]),
+                        expiresAt: TokenInstant(nanoseconds: row["expires_at"])),
+                    refreshToken: RefreshToken(text("refresh_token")))
+            }
+        } catch {
+            throw .unreadable("\(Self.fileName): \(Self.describe(error))")
+        }
+    }
+
+    public func save(_ grant: TokenGrant) throws(StorageError) {
+        do {
+            try opened().write { db in
+                // Values as BLOBs: SQLite hands TEXT back cut at the first NUL.
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO session (id, access_token, subject, generation, expires_at, refresh_token)
+                        VALUES (1, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        Data(grant.accessToken.value.utf8), Data(grant.accessToken.subject.rawValue.utf8),
+                        Int64(bitPattern: grant.accessToken.generation), grant.accessToken.expiresAt.nanoseconds,
+                        Data(grant.refreshToken.value.utf8),
+                    ])
+            }
+        } catch {
+            throw .writeFailed("\(Self.fileName): \(Self.describe(error))")
+        }
+    }
+
+    public func clear() throws(StorageError) {
+        do {
+            try opened().writeWithoutTransaction { db in
+                try db.execute(sql: "DELETE FROM session")
+                if erasesOnClear { try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            }
+        } catch {
+            throw .writeFailed("\(Self.fileName): \(Self.describe(error))")
+        }
+    }
+
+    /// The database, opened in WAL mode with its table, on first use.
+    private func opened() throws -> DatabaseQueue {
+        try database.withLock { database in
+            if let database { return database }
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = WAL")
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS session (
+                            id INTEGER PRIMARY KEY CHECK (id = 1), access_token BLOB NOT NULL,
+                            subject BLOB NOT NULL, generation INTEGER NOT NULL, expires_at INTEGER NOT NULL,
+                            refresh_token BLOB NOT NULL)
+                        """)
+            }
+            database = queue
+            return queue
+        }
+    }
+
+    /// SQLite's result code and message, which name no value (statements take their values as
+    /// arguments, and GRDB's error description would print them).
+    private static func describe(_ error: Error) -> String {
+        guard let error = error as? DatabaseError else { return "\(type(of: error))" }
+        return "SQLite error \(error.resultCode.rawValue): \(error.message ?? "no message")"
+    }
+}
