@@ -19,11 +19,13 @@ extension ResultsReport {
     }
 
     func storageRows(for scenario: String) -> [[String]] {
-        results.filter { $0.scenario == scenario }.compactMap { result in
+        let block = results.filter { $0.scenario == scenario }
+        let seedsVary = Set(block.map(\.seed)).count > 1
+        return block.compactMap { result in
             guard let figures = result.persistence else { return nil }
             let save = result.latencies.first { $0.kind == .save }
             return [
-                result.store, figures.backend, "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
+                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, figures.backend, "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
                 "\(figures.rotationsLost(.inFlight))", "\(figures.rotationsLost(.beforeSave))",
                 "\(figures.rotationsLost(.midSave))", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
                 save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
