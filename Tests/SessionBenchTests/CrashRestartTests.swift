@@ -115,6 +115,30 @@ struct CrashRestartTests {
         #expect(figures.endedByReuse == 0 && figures.survived == figures.restarts)
     }
 
+    @Test("storage folders, tokens in clear, are gone when a run ends, even one stopped by a signal")
+    func storageFoldersDoNotOutliveTheRun() async throws {
+        let scratch = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let arguments = ["compare", "--stores", "mutex", "--scenario", "crash-restart:json-file", "--quiet"]
+        let finished = try await ToolProcess.run(arguments + ["--rounds", "3"], environment: ["TMPDIR": scratch.path])
+        #expect(finished.status == 0, "\(finished.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+
+        let (pid, output) = try ToolProcess.spawn(arguments + ["--rounds", "200"], environment: ["TMPDIR": scratch.path])
+        defer { try? FileManager.default.removeItem(at: output) }
+        // Stopped while session processes are being killed and restarted over the folder.
+        var sawFolder = false
+        for _ in 0..<200 where !sawFolder {
+            try await Task.sleep(for: .milliseconds(25))
+            sawFolder = FileManager.default.subpaths(atPath: scratch.path)?.contains { $0.contains("session-bench-storage-") } == true
+        }
+        #expect(sawFolder, "the run made its storage folder under TMPDIR")
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "nothing left behind")
+    }
+
     @Test("bad storage choices are one-line usage errors")
     func usageErrors() async throws {
         let unknown = try await ToolProcess.run(["compare", "--scenario", "crash-restart:floppy-disk"])

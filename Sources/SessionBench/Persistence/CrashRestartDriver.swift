@@ -66,7 +66,7 @@ struct CrashRestartDriver {
 
     func run(outcome: inout DriverOutcome) async {
         let directory: String
-        do { directory = try Self.temporaryDirectory() } catch {
+        do { directory = try StorageFolders.make() } catch {
             outcome.failure = "could not make a storage folder: \(error)"
             return
         }
@@ -270,12 +270,6 @@ struct CrashRestartDriver {
         } catch {
             return .unreadable
         }
-    }
-
-    static func temporaryDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() + "/session-bench-storage-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        return String(cString: made)
     }
 }
 

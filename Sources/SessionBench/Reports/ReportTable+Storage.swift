@@ -30,7 +30,7 @@ extension ResultsReport {
                 "\(figures.rotationsLost(.midSave))", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
                 save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
                 save.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
-                "\(figures.storageCallsDuringReads) in \(figures.readsChecked)",
+                figures.readsChecked > 0 ? "\(figures.storageCallsDuringReads) in \(figures.readsChecked)" : "—",
             ]
         }
     }

@@ -37,10 +37,20 @@ enum IsolatedRun {
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
         let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout)
+        // Scenarios over storage keep their folders under one this process owns, so they go
+        // even when the child is killed past its budget.
+        let storageRoot = scenarios.contains(where: \.needsStorage) ? Self.storageRoot() : nil
+        defer {
+            if let storageRoot {
+                try? FileManager.default.removeItem(atPath: storageRoot)
+                ProcessGuard.untrack(temporary: storageRoot)
+            }
+        }
+        var environment = childEnvironment(setup)
+        if let storageRoot { environment[StorageFolders.rootVariable] = storageRoot }
         let child: Child
         do {
-            child = try Child.spawn(
-                executable: executablePath, arguments: ["run-store"], environment: childEnvironment(setup))
+            child = try Child.spawn(executable: executablePath, arguments: ["run-store"], environment: environment)
         } catch {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
@@ -169,6 +179,16 @@ enum IsolatedRun {
             }
         }
         return DurationText.duration(seconds: seconds)
+    }
+
+    /// A new folder for a child's storage folders, tracked so a signal removes it too; `nil`
+    /// if none can be made (the child then uses the system's temporary folder).
+    static func storageRoot() -> String? {
+        var template = Array((NSTemporaryDirectory() + "/session-bench-run-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { return nil }
+        let path = String(cString: made)
+        ProcessGuard.track(temporary: path)
+        return path
     }
 
     static var executablePath: String {

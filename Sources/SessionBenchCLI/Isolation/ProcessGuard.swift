@@ -35,7 +35,9 @@ enum ProcessGuard {
     static func terminate(_ number: Int32) -> Never {
         let (children, temporaries) = state.withLock { ($0.children, $0.temporaries) }
         for pid in children { kill(pid, SIGKILL) }
-        for path in temporaries { unlink(path) }
+        // Temporary files, and the storage folders of measuring children (`--scenario
+        // crash-restart` keeps simulated sessions there, tokens in clear on the plain backends).
+        for path in temporaries where unlink(path) != 0 { try? FileManager.default.removeItem(atPath: path) }
         signal(number, SIG_DFL)
         var mask = sigset_t()
         sigemptyset(&mask)
@@ -47,6 +49,7 @@ enum ProcessGuard {
 
     static func adopt(child pid: pid_t) { _ = state.withLock { $0.children.insert(pid) } }
     static func release(child pid: pid_t) { _ = state.withLock { $0.children.remove(pid) } }
+    /// `path` (a file, or a folder and all it holds) is removed if the process is stopped.
     static func track(temporary path: String) { _ = state.withLock { $0.temporaries.insert(path) } }
     static func untrack(temporary path: String) { _ = state.withLock { $0.temporaries.remove(path) } }
 }
