@@ -73,7 +73,8 @@ public final class SQLiteStorage: TokenStorage {
                 // Values as BLOBs: SQLite hands TEXT back cut at the first NUL.
                 try db.execute(
                     sql: """
-                        INSERT OR REPLACE INTO session (id, access_token, subject, generation, expires_at, refresh_token)
+                        INSERT OR REPLACE INTO session
+                            (id, access_token, subject, generation, expires_at, refresh_token)
                         VALUES (1, ?, ?, ?, ?, ?)
                         """,
                     arguments: [

@@ -48,7 +48,9 @@ struct AtRestScan: Sendable, Hashable {
             let tail = Array(secret[offset...])
             let whole = Array(tail.prefix(tail.count / 3 * 3))
             let standard = Array(Data(whole).base64EncodedString().utf8)
-            let url = standard.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 }
+            let url = standard.map { byte in
+                byte == UInt8(ascii: "+") ? UInt8(ascii: "-") : byte == UInt8(ascii: "/") ? UInt8(ascii: "_") : byte
+            }
             forms.append(standard)
             if url != standard { forms.append(url) }
         }

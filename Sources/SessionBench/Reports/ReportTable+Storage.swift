@@ -25,7 +25,8 @@ extension ResultsReport {
             guard let figures = result.persistence else { return nil }
             let save = result.latencies.first { $0.kind == .save }
             return [
-                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, figures.backend, "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
+                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, figures.backend,
+                "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
                 "\(figures.rotationsLost(.inFlight))", "\(figures.rotationsLost(.beforeSave))",
                 "\(figures.rotationsLost(.midSave))", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
                 save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",

@@ -8,7 +8,8 @@ extension ScenarioCatalog {
         let unique = names.firstSeen()
         let presets: [Scenario]
         do {
-            presets = unique.isEmpty ? defaults : try unique.flatMap { name throws(ScenarioError) in try resolved(name) }
+            presets =
+                unique.isEmpty ? defaults : try unique.flatMap { name throws(ScenarioError) in try resolved(name) }
         } catch {
             throw UsageError("\(error) (see 'session-bench list')")
         }
