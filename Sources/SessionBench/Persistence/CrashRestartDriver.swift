@@ -113,7 +113,7 @@ struct CrashRestartDriver {
             if case .signaled = end { outcome.persistence?.crashes += 1 }
             if !stop, let why = unexpected(end, life) {
                 outcome.verdict = .crashed
-                outcome.failure = why + (Self.trap(in: link.errors).map { ": \($0)" } ?? "")
+                outcome.failure = why + (TrapMessage.find(in: link.errors).map { ": \($0)" } ?? "")
             }
             scan.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
             if life.signedOut {
@@ -245,12 +245,6 @@ struct CrashRestartDriver {
         next.latestIssued = max(base, life.issued.max() ?? 0)
         next.crash = life.crash
         return next
-    }
-
-    static func trap(in lines: [String]) -> String? {
-        let markers = ["Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed"]
-        guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
-        return String(line.trimmingCharacters(in: .whitespaces).prefix(300))
     }
 
     /// The server's context for a process's calls: `process 3, mid-save, storm`.

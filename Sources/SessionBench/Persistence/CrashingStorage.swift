@@ -50,7 +50,7 @@ final class CrashingStorage: TokenStorage {
         var waited = 0
         while waited < limit {
             let before = callCount
-            pause(milliseconds: milliseconds)
+            sleepThread(milliseconds: milliseconds)
             waited += milliseconds
             if callCount == before, underway.load(ordering: .sequentiallyConsistent) == 0 { return }
         }
@@ -77,7 +77,7 @@ final class CrashingStorage: TokenStorage {
         if firing, crash == .beforeSave {
             // Dying "as the save starts": give callers the store already resumed time to say
             // what they got (a store that publishes first is seen doing so), then die.
-            pause(milliseconds: 50)
+            sleepThread(milliseconds: 50)
             Self.die()
         }
         if firing, crash == .midSave { Self.limitFileSize(to: midSaveLimit) }
@@ -97,7 +97,7 @@ final class CrashingStorage: TokenStorage {
     /// SIGKILL: nothing runs on the way out.
     static func die() -> Never {
         kill(getpid(), SIGKILL)
-        while true { pause(milliseconds: 1000) }
+        while true { sleepThread(milliseconds: 1000) }
     }
 
     private static func limitFileSize(to bytes: Int) {
@@ -110,7 +110,7 @@ final class CrashingStorage: TokenStorage {
 }
 
 /// Sleeps the calling thread (not a task: the store is inside a synchronous storage call).
-func pause(milliseconds: Int) {
+func sleepThread(milliseconds: Int) {
     var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
     var remaining = timespec()
     while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }

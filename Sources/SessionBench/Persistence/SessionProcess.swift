@@ -36,10 +36,10 @@ public enum SessionProcess {
         await runRound(plan, store: store, storage: storage, pipe: pipe)
         // Give a store time to act on an answer that arrived late (a refresh discarded by the
         // sign-out): whatever it writes now is what the next process finds.
-        while pipe.outstanding > 0 { pause(milliseconds: 1) }
+        while pipe.outstanding > 0 { sleepThread(milliseconds: 1) }
         storage.settle()
         pipe.send(.done)
-        while true { pause(milliseconds: 1000) }
+        while true { sleepThread(milliseconds: 1000) }
     }
 
     private static func runRound(

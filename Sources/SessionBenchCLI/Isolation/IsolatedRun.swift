@@ -106,7 +106,7 @@ enum IsolatedRun {
         let missing = scenarios.filter { scenario in !results.contains { $0.scenario == scenario.name } }
         // The scenario the child was in when it died; the ones after it never started.
         let interrupted = missing.first { $0.name == started } ?? missing.first
-        let trap = trapMessage(errors.withLock { $0 })
+        let trap = TrapMessage.find(in: errors.withLock { $0 })
         for scenario in missing {
             let result: ScenarioResult
             if scenario.name != interrupted?.name {
@@ -134,18 +134,6 @@ enum IsolatedRun {
             results.append(result)
         }
         return scenarios.compactMap { scenario in results.first { $0.scenario == scenario.name } }
-    }
-
-    /// The runtime's own account of a crash in what the child printed: the trap message with
-    /// its source location (`Store.swift:42: Fatal error: ...`), cut to one line.
-    static func trapMessage(_ lines: [String]) -> String? {
-        let markers = [
-            "Fatal error", "Precondition failed", "Assertion failed", "fatal error", "Program crashed",
-            "Simultaneous accesses",
-        ]
-        guard let line = lines.last(where: { line in markers.contains { line.contains($0) } }) else { return nil }
-        let trimmed = line.trimmingCharacters(in: .whitespaces)
-        return trimmed.count > 300 ? String(trimmed.prefix(300)) + "…" : trimmed
     }
 
     static func failed(_ store: StoreDescriptor, _ scenario: Scenario, _ verdict: ScenarioResult.Verdict, _ why: String)
