@@ -37,6 +37,10 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
         self.reuseGraceSeconds = reuseGraceSeconds
     }
 
+    /// Restarts after which the session neither went on nor was refused by the server: the
+    /// store lost it, or gave it up, on its own (a violation says which).
+    public var endedOtherwise: Int { max(0, restarts - survived - endedByReuse) }
+
     /// Rotations lost over all causes.
     public var rotationsLostTotal: Int { rotationsLost.values.reduce(0, +) }
 

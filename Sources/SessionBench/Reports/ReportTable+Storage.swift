@@ -2,7 +2,7 @@
 /// restarts, what each backend leaves on disk, and what a save costs.
 extension ResultsReport {
     static let storageColumns = [
-        "store", "backend", "restarts", "survived", "ended by reuse", "lost in flight", "lost before save",
+        "store", "backend", "restarts", "survived", "ended by reuse", "ended otherwise", "lost in flight", "lost before save",
         "lost mid-save", "plaintext at rest", "file mode", "save p50", "save p99", "storage calls in reads",
     ]
 
@@ -26,7 +26,7 @@ extension ResultsReport {
             let save = result.latencies.first { $0.kind == .save }
             return [
                 seedsVary ? "\(result.store), seed \(result.seed)" : result.store, figures.backend,
-                "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)",
+                "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)", "\(figures.endedOtherwise)",
                 "\(figures.rotationsLost(.inFlight))", "\(figures.rotationsLost(.beforeSave))",
                 "\(figures.rotationsLost(.midSave))", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
                 save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
