@@ -38,18 +38,32 @@ struct Execution {
     }
 
     /// The scenarios `store` can run: those over storage only for stores that keep their
-    /// session in it (`StoreDescriptor.persistsSession`).
+    /// session in it (`StoreDescriptor.persistsSession`), and `shared-storage` only for those
+    /// that share it (`StoreDescriptor.sharesStorage`).
     static func scenarios(_ scenarios: [Scenario], for store: StoreDescriptor) -> [Scenario] {
-        scenarios.filter { !$0.needsStorage || store.persistsSession }
+        scenarios.filter { $0.applies(to: store) }
     }
 
     /// A note for the stores a run leaves out of its scenarios over storage; `nil` if none.
     static func storageNote(stores: [StoreDescriptor], scenarios: [Scenario]) -> String? {
-        guard scenarios.contains(where: \.needsStorage) else { return nil }
-        let left = stores.filter { !$0.persistsSession }.map(\.name)
-        guard !left.isEmpty else { return nil }
-        return "note: \(left.joined(separator: ", ")) keep no storage (StoreDescriptor.persistsSession) "
-            + "and do not run the scenarios over storage"
+        var notes: [String] = []
+        if scenarios.contains(where: { $0.needsStorage && !$0.sharesStorage }) {
+            let left = stores.filter { !$0.persistsSession }.map(\.name)
+            if !left.isEmpty {
+                notes.append(
+                    "note: \(left.joined(separator: ", ")) keep no storage (StoreDescriptor.persistsSession) "
+                        + "and do not run the scenarios over storage")
+            }
+        }
+        if scenarios.contains(where: \.sharesStorage) {
+            let left = stores.filter { !$0.sharesStorage }.map(\.name)
+            if !left.isEmpty {
+                notes.append(
+                    "note: \(left.joined(separator: ", ")) do not share a storage with other instances "
+                        + "(StoreDescriptor.sharesStorage) and do not run shared-storage")
+            }
+        }
+        return notes.isEmpty ? nil : notes.joined(separator: "\n")
     }
 
     /// `store` through `scenarios` in order, one result per scenario; `progress` hears each

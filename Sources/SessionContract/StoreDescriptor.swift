@@ -40,17 +40,24 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// one (restore when made, save before publishing, clear on sign-out). Only such stores run
     /// the scenarios that restart the process over the same storage.
     public let persistsSession: Bool
+    /// Whether instances given a ``SharedTokenStorage`` share it with every other holder — other
+    /// instances, other processes — with one refresh per expiry across all of them (they refresh
+    /// only in the storage's turn, and take a grant another holder saved meanwhile). Only such
+    /// stores run the scenario that shares one storage between processes.
+    public let sharesStorage: Bool
     private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
-        persistsSession: Bool = false, make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
+        persistsSession: Bool = false, sharesStorage: Bool = false,
+        make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
     ) {
         self.name = name
         self.summary = summary
         self.isReferenceBroken = isReferenceBroken
         self.offersSynchronousRead = offersSynchronousRead
         self.persistsSession = persistsSession
+        self.sharesStorage = sharesStorage
         self.factory = make
     }
 

@@ -37,3 +37,21 @@ public enum StorageError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// A storage several stores can share — instances in one process, or processes on one machine,
+/// like an app and its extension over one Keychain item — because it can hold them off one
+/// another while one of them refreshes.
+///
+/// With rotating refresh tokens, two holders of one saved session must never both refresh it:
+/// the second presents a refresh token the server has just rotated, the server sees a reuse and
+/// revokes the session for everyone. A store that shares its storage therefore refreshes only
+/// inside ``whileRefreshing(_:)``, and there first reads the storage again: if another holder
+/// saved a newer grant while this one waited, it takes that grant instead of calling the server
+/// (or, if that grant's access token has expired too, refreshes with *its* refresh token). The
+/// grant it does obtain is saved before the body returns, so the next holder finds it.
+public protocol SharedTokenStorage: TokenStorage {
+    /// Runs `body` while no other call of this method on the same storage, in this process or
+    /// another, runs its body. Waits for its turn by suspending, never by blocking a thread; a
+    /// holder that dies gives up its turn (the operating system drops its lock).
+    func whileRefreshing<R>(_ body: () async -> R) async -> R
+}

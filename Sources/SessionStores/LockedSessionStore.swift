@@ -45,22 +45,31 @@ extension LifecycleGuard {
 /// - Storage (when the configuration has one): the saved session is restored when the store
 ///   is made; each grant is saved before its token reaches anyone; sign-out and the start of
 ///   a sign-in clear it (``SessionPersistence``). Reads never touch it.
+/// - Shared storage (``SharedTokenStorage``): a refresh runs in the storage's turn and reads the
+///   storage again first. A newer grant saved by another holder meanwhile is taken as this
+///   refresh's answer, with no server call (or, if its token has expired too, its refresh token
+///   is the one presented); a storage another holder emptied ends this session as signed out.
 public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenReading {
     let lifecycle: Guard
     let clock: TokenClock
     let endpoint: any TokenEndpoint
     let persistence: SessionPersistence?
+    let skew: Duration
     private let waiterIDs = Atomic<UInt64>(0)
 
     public convenience init(configuration: SessionStoreConfiguration) {
         self.init(configuration: configuration, persistOrder: .beforePublish)
     }
 
-    init(configuration: SessionStoreConfiguration, persistOrder: SessionPersistence.Order) {
+    init(
+        configuration: SessionStoreConfiguration, persistOrder: SessionPersistence.Order,
+        turns: SessionPersistence.Turns = .storage
+    ) {
         lifecycle = Guard(TokenLifecycle(skew: configuration.refreshSkew))
         clock = configuration.clock
         endpoint = configuration.endpoint
-        persistence = configuration.storage.map { SessionPersistence(storage: $0, order: persistOrder) }
+        skew = configuration.refreshSkew
+        persistence = configuration.storage.map { SessionPersistence(storage: $0, order: persistOrder, turns: turns) }
         if let grant = persistence?.restore() {
             lifecycle.withExclusiveAccess { $0.restore(grant) }
         }
@@ -172,7 +181,36 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     }
 
     private func refresh(_ request: TokenLifecycle<TokenWaiter>.RefreshRequest) async {
-        let result = await endpoint.refreshResult(request.refreshToken)
+        guard let persistence, persistence.isShared else {
+            return await refresh(request, presenting: request.refreshToken)
+        }
+        await persistence.takingTurns {
+            switch persistence.reload() {
+            case .session(let stored) where stored.refreshToken != request.refreshToken:
+                guard stored.accessToken.isFresh(at: clock.now(), margin: skew) else {
+                    // Another holder refreshed earlier, and that token has expired too: its
+                    // refresh token is the one the server still accepts.
+                    return await refresh(request, presenting: stored.refreshToken)
+                }
+                // Another holder refreshed while this one waited its turn: its grant is the answer.
+                let (waiters, outcome) = lifecycle.withExclusiveAccess {
+                    $0.refreshCompleted(request, result: .success(stored), now: clock.now())
+                }
+                resume(waiters, with: outcome)
+            case .empty:
+                // Another holder signed out: the shared session is over here too.
+                resume(lifecycle.withExclusiveAccess { $0.endedElsewhere(request) }, with: .failure(.signedOut))
+            case .session, .unreadable:
+                await refresh(request, presenting: request.refreshToken)
+            }
+        }
+    }
+
+    /// Calls the server with `refreshToken` for `request`, then saves and publishes its answer.
+    private func refresh(
+        _ request: TokenLifecycle<TokenWaiter>.RefreshRequest, presenting refreshToken: RefreshToken
+    ) async {
+        let result = await endpoint.refreshResult(refreshToken)
         let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrent(request) } }
         persisting(try? result.get(), isCurrent: isCurrent) {
             let (waiters, outcome) = lifecycle.withExclusiveAccess {

@@ -14,6 +14,10 @@ import Synchronization
 ///
 /// The lock is held across the storage's blocking write (an fsync), never across an `await`,
 /// and never by a read: the read path does not touch storage at all.
+///
+/// A ``SharedTokenStorage`` is shared with other holders (stores in this process or another):
+/// a refresh then takes its turn through ``takingTurns(_:)`` and reads the storage again first
+/// (``reload()``), so one refresh serves every holder.
 final class SessionPersistence: Sendable {
     /// When a grant is saved. Only ``beforePublish`` is correct; the others are kept for the
     /// reference-broken stores that show what the crash checks catch.
@@ -26,15 +30,60 @@ final class SessionPersistence: Sendable {
         case unfenced
     }
 
+    /// How a store over a shared storage keeps other holders from refreshing at the same time.
+    /// Only ``storage`` is correct.
+    enum Turns: Sendable {
+        /// The storage's own lock (``SharedTokenStorage/whileRefreshing(_:)``): across instances
+        /// and across processes.
+        case storage
+        /// One lock for every store of this process and nothing across processes: the barrier
+        /// "shared across instances" a client library ships, which two processes over one
+        /// Keychain or file both pass at once.
+        case processOnly
+    }
+
+    /// What the storage holds when read again under a turn.
+    enum Stored {
+        case session(TokenGrant)
+        case empty
+        case unreadable
+    }
+
     let storage: any TokenStorage
     let order: Order
+    let turns: Turns
+    /// The one lock of ``Turns/processOnly``, shared by every store of the process.
+    private static let processTurns = Turnstile()
     /// Serializes each save's currency check and write with the sign-out's clear. Holds how
     /// many writes failed (the session stays in memory; the next restart loses it).
     private let writes = Mutex<Int>(0)
 
-    init(storage: any TokenStorage, order: Order = .beforePublish) {
+    init(storage: any TokenStorage, order: Order = .beforePublish, turns: Turns = .storage) {
         self.storage = storage
         self.order = order
+        self.turns = turns
+    }
+
+    /// Whether other holders may share the storage, so a refresh must take its turn.
+    var isShared: Bool { storage is any SharedTokenStorage }
+
+    /// Runs `body` in this holder's turn to refresh: while no other holder of a shared storage
+    /// runs its own. Unshared storage runs it at once.
+    func takingTurns<R>(_ body: () async -> R) async -> R {
+        guard let shared = storage as? any SharedTokenStorage else { return await body() }
+        switch turns {
+        case .storage: return await shared.whileRefreshing(body)
+        case .processOnly: return await Self.processTurns.run(body)
+        }
+    }
+
+    /// The storage read again (in a turn): what the last holder to refresh left there.
+    func reload() -> Stored {
+        do throws(StorageError) {
+            return try storage.load().map(Stored.session) ?? .empty
+        } catch {
+            return .unreadable
+        }
     }
 
     /// The session saved by an earlier launch; `nil` when none is saved or it cannot be read
@@ -63,4 +112,38 @@ final class SessionPersistence: Sendable {
 
     /// Writes that failed so far.
     var failedWrites: Int { writes.withLock(visibleTo: self) { $0 } }
+}
+
+/// Turns taken by suspending: one body at a time, in arrival order.
+final class Turnstile: Sendable {
+    private struct State {
+        var busy = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func run<R>(_ body: () async -> R) async -> R {
+        await withCheckedContinuation { (turn: CheckedContinuation<Void, Never>) in
+            let now = state.withLock(visibleTo: self) { state in
+                if state.busy {
+                    state.waiting.append(turn)
+                    return false
+                }
+                state.busy = true
+                return true
+            }
+            if now { turn.resume() }
+        }
+        let result = await body()
+        let next = state.withLock(visibleTo: self) { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.busy = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+        return result
+    }
 }

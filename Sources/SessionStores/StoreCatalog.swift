@@ -6,15 +6,15 @@ public enum StoreCatalog {
     public static let all: [StoreDescriptor] = [
         StoreDescriptor(
             name: "lock-free-read", summary: "per-thread token copy checked by one atomic load; Mutex for writes",
-            offersSynchronousRead: true, persistsSession: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
         ) { LockFreeReadStore(configuration: $0) },
         StoreDescriptor(
             name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true,
-            persistsSession: true
+            persistsSession: true, sharesStorage: true
         ) { MutexStore(configuration: $0) },
         StoreDescriptor(
             name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true,
-            persistsSession: true
+            persistsSession: true, sharesStorage: true
         ) { NSLockStore(configuration: $0) },
         StoreDescriptor(name: "actor-task", summary: "actor sharing one in-flight refresh Task") {
             ActorTaskStore(configuration: $0)
@@ -24,11 +24,11 @@ public enum StoreCatalog {
         },
         StoreDescriptor(
             name: "barrier-queue", summary: "concurrent DispatchQueue, sync reads, barrier writes",
-            offersSynchronousRead: true, persistsSession: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
         ) { BarrierQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "serial-queue", summary: "serial DispatchQueue.sync around the shared lifecycle",
-            offersSynchronousRead: true, persistsSession: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
         ) { SerialQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "actor-naive", summary: "seed ADR actor as written: check, await refresh, set",
@@ -44,6 +44,11 @@ public enum StoreCatalog {
             summary: "mutex store that saves every refreshed grant, even one a sign-out discarded",
             isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true
         ) { MutexStore(configuration: $0, persistOrder: .unfenced) },
+        StoreDescriptor(
+            name: "shared-process-lock",
+            summary: "mutex store whose refreshes over shared storage take one lock per process, none across processes",
+            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true, sharesStorage: true
+        ) { MutexStore(configuration: $0, persistOrder: .beforePublish, turns: .processOnly) },
     ]
 
     /// The stores meant to be correct: what "all stores" means unless broken ones are asked for.

@@ -225,6 +225,14 @@ public struct TokenLifecycle<Waiter> {
         state = .active(grant: grant, refresh: nil)
     }
 
+    /// Another holder of a shared storage signed out while `request` waited for its turn (the
+    /// storage was empty when read again): the session ends here too. Returns the refresh's
+    /// waiters, to resume with ``SessionError/signedOut``; none if `request` is no longer current.
+    public mutating func endedElsewhere(_ request: RefreshRequest) -> [Waiter] {
+        guard isCurrent(request) else { return [] }
+        return endSession(next: .signedOut)
+    }
+
     /// Sign-out. Returns the waiters to resume with ``SessionError/signedOut``.
     public mutating func signOut() -> [Waiter] {
         endSession(next: .signedOut)

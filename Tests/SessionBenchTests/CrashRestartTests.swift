@@ -232,6 +232,9 @@ struct CrashRestartTests {
             .first(.failure(.signedOut)), .got(.success(9)), .got(.failure(.refreshTokenRevoked)),
             .saved(nanoseconds: 1234), .reads(count: 10, storageCalls: 0), .signedOut, .done, .problem("why"),
             .plan(plan), .grant(id: 5, grant), .failure(id: 6, .invalidGrant),
+            .round(SharedRound(index: 4, expiry: true, advance: 61_000_000_000)),
+            .answered(instance: 1, .success(8), nanoseconds: 77), .answered(instance: 0, .failure(.signedOut), nanoseconds: 5),
+            .roundDone(4),
         ]
         for line in lines {
             #expect(SessionLine(line: line.encoded) == line, "\(line)")

@@ -87,6 +87,18 @@ public struct ScenarioRunner: Sendable {
                     "\(scenario.name) starts and kills session processes: run it through the session-bench command line"
             }
             result = outcome.finished()
+        case .sharedStorage:
+            var outcome = outcome
+            if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
+                await SharedStorageDriver(
+                    runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
+                    backend: backend
+                ).run(outcome: &outcome)
+            } else {
+                outcome.failure =
+                    "\(scenario.name) starts session processes: run it through the session-bench command line"
+            }
+            result = outcome.finished()
         case .steadyReads:
             result = await SteadyDriver(
                 runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch

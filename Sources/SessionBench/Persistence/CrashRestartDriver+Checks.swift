@@ -165,7 +165,9 @@ extension CrashRestartDriver {
 
     /// I17: a backend that promises protection at rest keeps no secret in clear and no file
     /// others can read. Every backend's exposure is reported, promised or not.
-    func judgeAtRest(_ scan: AtRestScan, outcome: inout DriverOutcome) {
+    static func judgeAtRest(
+        _ scan: AtRestScan, backend: StorageBackend, oracle: Oracle, outcome: inout DriverOutcome
+    ) {
         outcome.persistence?.plaintextAtRest = scan.holdsPlaintext
         outcome.persistence?.fileMode = scan.widestMode == 0 ? nil : "0" + String(scan.widestMode, radix: 8)
         guard backend.protectsAtRest else { return }

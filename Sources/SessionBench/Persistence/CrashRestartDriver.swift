@@ -132,7 +132,7 @@ struct CrashRestartDriver {
         outcome.persistence?.pointsNotPlayed = pending.map(\.rawValue)
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         auditLedger(server.ledger.entries, lives: lives, outcome: &outcome)
-        judgeAtRest(scan, outcome: &outcome)
+        Self.judgeAtRest(scan, backend: backend, oracle: oracle, outcome: &outcome)
     }
 
     /// Serves one process until it ends. Returns `true` when the run must stop (a hang, or a
@@ -205,7 +205,7 @@ struct CrashRestartDriver {
                     link.kill()
                     outcome.failure = "the session process could not run: \(why)"
                     return true
-                case .plan, .grant, .failure: continue
+                case .plan, .grant, .failure, .round, .answered, .roundDone: continue
                 }
             }
         }

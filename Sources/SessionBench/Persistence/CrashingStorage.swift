@@ -115,3 +115,12 @@ func sleepThread(milliseconds: Int) {
     var remaining = timespec()
     while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
 }
+
+/// Shares the wrapped storage's turns, when it has them: the store sees the backend as the
+/// backend is.
+extension CrashingStorage: SharedTokenStorage {
+    func whileRefreshing<R>(_ body: () async -> R) async -> R {
+        guard let shared = wrapped as? any SharedTokenStorage else { return await body() }
+        return await shared.whileRefreshing(body)
+    }
+}

@@ -1,4 +1,5 @@
-/// What a `crash-restart` run measured of a store over one storage backend.
+/// What a run over storage (`crash-restart`, `shared-storage`) measured of a store over one
+/// storage backend.
 public struct PersistenceFigures: Sendable, Codable, Hashable {
     /// The storage backend (`json-file`, `encrypted-file`, …).
     public var backend: String
@@ -30,6 +31,11 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
     /// Reads made in the read phases, and storage calls made while they ran (there should be none).
     public var readsChecked = 0
     public var storageCallsDuringReads = 0
+    /// `shared-storage`: store instances sharing the storage, over all its processes (0 in
+    /// `crash-restart`), and the times one of them needed a new token and took the grant another
+    /// had saved instead of calling the server.
+    public var holders = 0
+    public var grantsTaken = 0
 
     public init(backend: String, protectsAtRest: Bool, reuseGraceSeconds: Double) {
         self.backend = backend

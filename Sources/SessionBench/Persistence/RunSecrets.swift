@@ -12,10 +12,14 @@ struct Secrets {
 
     mutating func startSession() { session = [] }
 
-    mutating func note(_ grant: TokenGrant, in life: inout CrashRestartDriver.Incarnation) {
+    mutating func note(_ grant: TokenGrant) {
         byKind["access token", default: []].append(Array(grant.accessToken.value.utf8.prefix(64)))
         byKind["refresh token", default: []].append(Array(grant.refreshToken.value.utf8))
         session.append(Array(grant.refreshToken.value.utf8))
+    }
+
+    mutating func note(_ grant: TokenGrant, in life: inout CrashRestartDriver.Incarnation) {
+        note(grant)
         life.issued.append(grant.accessToken.generation)
         if life.first != nil { life.issuedInStorm.append(grant.accessToken.generation) }
     }

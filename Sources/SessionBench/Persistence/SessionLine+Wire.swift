@@ -13,6 +13,7 @@ extension SessionLine {
         var generation: UInt64?
         var grant: StoredGrant?
         var plan: SessionProcessPlan?
+        var round: SharedRound?
     }
 
     private static let sessionErrors: [SessionError] = [
@@ -36,6 +37,12 @@ extension SessionLine {
         case .reads(let count, let calls): wire = Wire(type: "reads", number: Int64(calls), count: count)
         case .signedOut: wire = Wire(type: "signed-out")
         case .done: wire = Wire(type: "done")
+        case .answered(let instance, .success(let generation), let nanoseconds):
+            wire = Wire(type: "answered", id: instance, number: nanoseconds, generation: generation)
+        case .answered(let instance, .failure(let error), let nanoseconds):
+            wire = Wire(type: "answered-error", id: instance, text: error.description, number: nanoseconds)
+        case .roundDone(let index): wire = Wire(type: "round-done", id: index)
+        case .round(let round): wire = Wire(type: "round", round: round)
         case .problem(let why): wire = Wire(type: "problem", text: why)
         case .plan(let plan): wire = Wire(type: "plan", plan: plan)
         case .grant(let id, let grant): wire = Wire(type: "grant", id: id, grant: StoredGrant(grant))
@@ -78,6 +85,18 @@ extension SessionLine {
         case "reads":
             guard let count = wire.count, let calls = wire.number else { return nil }
             self = .reads(count: count, storageCalls: Int(calls))
+        case "answered":
+            guard let id = wire.id, let generation = wire.generation, let number = wire.number else { return nil }
+            self = .answered(instance: id, .success(generation), nanoseconds: number)
+        case "answered-error":
+            guard let id = wire.id, let error = sessionError(), let number = wire.number else { return nil }
+            self = .answered(instance: id, .failure(error), nanoseconds: number)
+        case "round-done":
+            guard let id = wire.id else { return nil }
+            self = .roundDone(id)
+        case "round":
+            guard let round = wire.round else { return nil }
+            self = .round(round)
         case "signed-out": self = .signedOut
         case "done": self = .done
         case "problem": self = .problem(wire.text ?? "")

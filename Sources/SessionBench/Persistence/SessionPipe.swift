@@ -23,6 +23,8 @@ final class SessionPipe: Sendable {
         var nextID = 0
         var outstanding = 0
         var refreshesSent = 0
+        var rounds: [SharedRound] = []
+        var roundWaiter: CheckedContinuation<SharedRound, Never>?
     }
 
     private let state = Mutex(State())
@@ -80,6 +82,19 @@ final class SessionPipe: Sendable {
         }
     }
 
+    /// `shared-storage`: the next round the driver orders (it waits for as long as it takes; the
+    /// driver ends the process by closing standard input).
+    func nextRound() async -> SharedRound {
+        await withCheckedContinuation { waiter in
+            let ready = state.withLock(visibleTo: self) { state -> SharedRound? in
+                if !state.rounds.isEmpty { return state.rounds.removeFirst() }
+                state.roundWaiter = waiter
+                return nil
+            }
+            if let ready { waiter.resume(returning: ready) }
+        }
+    }
+
     /// Sends a token-endpoint request and waits for the driver's answer.
     func request(_ line: (Int) -> SessionLine) async -> Result<TokenGrant, TokenEndpointError> {
         await withCheckedContinuation { (reply: Reply) in
@@ -111,6 +126,16 @@ final class SessionPipe: Sendable {
                 return state.planWaiter
             }
             waiter?.resume(returning: plan)
+        case .round(let round):
+            let waiter = state.withLock(visibleTo: self) { state in
+                guard let waiter = state.roundWaiter else {
+                    state.rounds.append(round)
+                    return CheckedContinuation<SharedRound, Never>?.none
+                }
+                state.roundWaiter = nil
+                return waiter
+            }
+            waiter?.resume(returning: round)
         case .grant(let id, let grant): answer(id, .success(grant))
         case .failure(let id, let error): answer(id, .failure(error))
         default: break

@@ -28,6 +28,7 @@ public enum SessionProcess {
         guard let backend = StorageBackendCatalog.named(plan.backend) else {
             fail(pipe, "unknown storage backend '\(plan.backend)'")
         }
+        if plan.instances > 0 { await runShared(plan, descriptor: descriptor, backend: backend, pipe: pipe) }
         let opened: any TokenStorage
         do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error.description) }
         let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: plan.crash, midSaveLimit: plan.midSaveLimit)
@@ -100,13 +101,13 @@ public enum SessionProcess {
         pipe.send(.reads(count: reads, storageCalls: storage.callCount - before))
     }
 
-    private static func outcome(
+    static func outcome(
         _ call: () async throws(SessionError) -> AccessToken
     ) async -> Result<AccessToken, SessionError> {
         do throws(SessionError) { return .success(try await call()) } catch { return .failure(error) }
     }
 
-    private static func fail(_ pipe: SessionPipe, _ why: String) -> Never {
+    static func fail(_ pipe: SessionPipe, _ why: String) -> Never {
         pipe.send(.problem(why))
         exit(2)
     }

@@ -24,10 +24,16 @@ public struct SessionProcessPlan: Sendable, Codable, Hashable {
     public var crash: CrashPoint
     /// For ``CrashPoint/midSave``: the file-size limit, in bytes, that cuts the write short.
     public var midSaveLimit: Int
+    /// `shared-storage`: how many store instances the process makes over the storage (each with
+    /// a storage of its own on the same folder), and the start of the manual clock they share
+    /// with the driver's server. `0` instances: a `crash-restart` round.
+    public var instances: Int
+    public var clockStart: Int64
 
     public init(
         store: String, backend: String, directory: String, incarnation: Int, signIn: Bool, subject: String,
-        callers: Int, readsPerCaller: Int, crash: CrashPoint, midSaveLimit: Int
+        callers: Int, readsPerCaller: Int, crash: CrashPoint, midSaveLimit: Int, instances: Int = 0,
+        clockStart: Int64 = 0
     ) {
         self.store = store
         self.backend = backend
@@ -39,6 +45,8 @@ public struct SessionProcessPlan: Sendable, Codable, Hashable {
         self.readsPerCaller = readsPerCaller
         self.crash = crash
         self.midSaveLimit = midSaveLimit
+        self.instances = instances
+        self.clockStart = clockStart
     }
 }
 
@@ -61,12 +69,28 @@ enum SessionLine: Equatable {
     case signedOut
     /// The round's work is done; the process waits to be killed or told to exit.
     case done
+    /// `shared-storage`: a caller of store instance `instance` got this generation or this
+    /// error after `nanoseconds`.
+    case answered(instance: Int, Result<UInt64, SessionError>, nanoseconds: Int64)
+    /// `shared-storage`: every caller of round `index` has its answer.
+    case roundDone(Int)
     /// The process could not do its part (unknown store, storage unusable): the run errors.
     case problem(String)
     // Driver → session process.
     case plan(SessionProcessPlan)
+    /// `shared-storage`: the next round.
+    case round(SharedRound)
     case grant(id: Int, TokenGrant)
     case failure(id: Int, TokenEndpointError)
+}
+
+/// One round of `shared-storage`, as the driver orders it: move the clock on by `advance`
+/// nanoseconds (past the token's expiry, for an expiry round), then a storm of every instance's
+/// callers, with `tokenRejected` for the token each instance holds or, for an expiry, `validToken`.
+struct SharedRound: Equatable, Codable {
+    var index: Int
+    var expiry: Bool
+    var advance: Int64
 }
 
 /// What a storage folder holds, as the backend reads it back.

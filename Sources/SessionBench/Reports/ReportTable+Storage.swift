@@ -1,3 +1,5 @@
+import Foundation
+
 /// The block scenarios over storage add under their table: how sessions fared across
 /// restarts, what each backend leaves on disk, and what a save costs.
 extension ResultsReport {
@@ -6,9 +8,26 @@ extension ResultsReport {
         "lost mid-save", "plaintext at rest", "file mode", "save p50", "save p99", "storage calls in reads",
     ]
 
+    static let sharedStorageColumns = [
+        "store", "backend", "holders", "events", "refreshes", "refreshes per event", "taken from storage",
+        "plaintext at rest", "file mode", "save p50", "save p99",
+    ]
+
+    func storageColumns(for scenario: String) -> [String] {
+        isShared(scenario) ? Self.sharedStorageColumns : Self.storageColumns
+    }
+
+    private func isShared(_ scenario: String) -> Bool {
+        results.contains { $0.scenario == scenario && $0.kind == .sharedStorage }
+    }
+
     func storageHeading(for scenario: String) -> String? {
         let figures = results.filter { $0.scenario == scenario }.compactMap(\.persistence)
         guard let first = figures.first else { return nil }
+        if isShared(scenario) {
+            return "\(first.processes) session processes × \(first.holders / max(1, first.processes)) store "
+                + "instances share one saved session; each 401 storm or expiry needs exactly one refresh in all"
+        }
         let processes = Set(figures.map(\.processes)).sorted().map(String.init).joined(separator: "–")
         let unplayed = figures.map(\.pointsNotPlayed.count).max() ?? 0
         return "\(processes) session processes, each ended at a seeded crash point and restarted on the same "
@@ -24,6 +43,16 @@ extension ResultsReport {
         return block.compactMap { result in
             guard let figures = result.persistence else { return nil }
             let save = result.latencies.first { $0.kind == .save }
+            let name = seedsVary ? "\(result.store), seed \(result.seed)" : result.store
+            if result.kind == .sharedStorage {
+                return [
+                    name, figures.backend, "\(figures.holders)", "\(result.storms)", "\(result.stormRefreshCalls)",
+                    result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—",
+                    "\(figures.grantsTaken)", figures.plaintextAtRest ? "yes" : "no", figures.fileMode ?? "—",
+                    save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                    save.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
+                ]
+            }
             return [
                 seedsVary ? "\(result.store), seed \(result.seed)" : result.store, figures.backend,
                 "\(figures.restarts)", "\(figures.survived)", "\(figures.endedByReuse)", "\(figures.endedOtherwise)",

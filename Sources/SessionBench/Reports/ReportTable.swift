@@ -93,7 +93,7 @@ extension ResultsReport {
             }
             if let storage = storageHeading(for: scenario) {
                 out += "\(scenario) · storage — \(storage)\n"
-                out += Format.aligned([Self.storageColumns] + storageRows(for: scenario)) + "\n"
+                out += Format.aligned([storageColumns(for: scenario)] + storageRows(for: scenario)) + "\n"
             }
         }
         out += problems(markdown: false)
@@ -113,7 +113,7 @@ extension ResultsReport {
             }
             if let storage = storageHeading(for: scenario) {
                 out += "#### \(scenario) · storage\n\n\(storage)\n\n"
-                out += Self.markdownTable(Self.storageColumns, storageRows(for: scenario))
+                out += Self.markdownTable(storageColumns(for: scenario), storageRows(for: scenario))
             }
         }
         let problems = problems(markdown: true)
@@ -182,9 +182,14 @@ extension ResultsReport {
                 notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
             }
         }
-        if results.contains(where: { $0.persistence != nil }) {
+        if results.contains(where: { $0.kind == .crashRestart }) {
             notes.append(
                 "crash-restart's p50/p99 are of the storage's saves (fsync included): what a backend adds to a refresh")
+        }
+        if results.contains(where: { $0.kind == .sharedStorage }) {
+            notes.append(
+                "shared-storage's p50/p99 are of the 401 storms' callers, across processes: the wait for the one "
+                    + "refresh, the storage's lock and its save included")
         }
         if results.contains(where: { $0.kind != .steadyReads && $0.persistence == nil }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
@@ -240,6 +245,10 @@ public enum ScenarioText {
         case .crashRestart:
             what =
                 "a session process per round over one storage, killed at seeded crash points and restarted "
+                + "(one run per backend; name:backend picks one)"
+        case .sharedStorage:
+            what =
+                "2 processes × 2 store instances share one saved session; alternate 401 storms and expiries "
                 + "(one run per backend; name:backend picks one)"
         }
         let size =

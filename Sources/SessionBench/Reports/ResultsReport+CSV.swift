@@ -76,7 +76,7 @@ extension ResultsReport {
         ("allocation_counter", { $0.result.allocationCounter?.rawValue ?? "" }),
         ("store_allocs_per_waiter", { optional($0.result.storeAllocationsPerWaiter, 3) }),
         ("caller_allocs_per_waiter", { optional($0.result.callerAllocationsPerWaiter, 3) }),
-        // Scenarios over storage (crash-restart); empty elsewhere.
+        // Scenarios over storage (crash-restart, shared-storage); empty elsewhere.
         ("storage", { $0.result.persistence?.backend ?? "" }),
         ("reuse_grace_s", { optional($0.result.persistence?.reuseGraceSeconds, 3) }),
         ("processes", { $0.persisted(\.processes) }),
@@ -90,6 +90,8 @@ extension ResultsReport {
         ("plaintext_at_rest", { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
         ("file_mode", { $0.result.persistence?.fileMode ?? "" }),
         ("storage_calls_during_reads", { $0.persisted(\.storageCallsDuringReads) }),
+        ("storage_holders", { $0.result.kind == .sharedStorage ? $0.persisted(\.holders) : "" }),
+        ("grants_taken_from_storage", { $0.result.kind == .sharedStorage ? $0.persisted(\.grantsTaken) : "" }),
     ]
 
     /// The fixed CSV header.

@@ -161,6 +161,7 @@ public struct ScenarioResult: Sendable, Codable {
             case .steadyReads: [.read, .rejection]
             case .rejectionStorm: [.rejection, .refreshWait, .read]
             case .crashRestart: [.save]
+            case .sharedStorage: [.rejection, .refreshWait, .save]
             default: [.refreshWait, .rejection, .read]
             }
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }

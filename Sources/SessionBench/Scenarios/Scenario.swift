@@ -28,6 +28,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         /// Rounds of a session process over one storage, killed at seeded crash points and
         /// started again: what survives, what is lost, what is left on disk.
         case crashRestart = "crash-restart"
+        /// Rounds of 401 storms and expiries over one saved session that two session processes,
+        /// with two store instances each, share through one storage.
+        case sharedStorage = "shared-storage"
     }
 
     public var name: String
@@ -86,7 +89,18 @@ public struct Scenario: Sendable, Hashable, Codable {
     }
 
     /// Whether the scenario runs a store over storage (only stores that persist their session).
-    public var needsStorage: Bool { kind == .crashRestart }
+    public var needsStorage: Bool { kind == .crashRestart || kind == .sharedStorage }
+
+    /// Whether the scenario shares one storage between store instances and processes (only
+    /// stores that coordinate their refreshes through it: `StoreDescriptor.sharesStorage`).
+    public var sharesStorage: Bool { kind == .sharedStorage }
+
+    /// Whether `store` runs this scenario: one over storage needs a store that persists its
+    /// session, and one that shares the storage needs a store that coordinates through it.
+    public func applies(to store: StoreDescriptor) -> Bool {
+        if sharesStorage { return store.sharesStorage }
+        return !needsStorage || store.persistsSession
+    }
 
     /// Whether the scenario runs in synchronized rounds (a storm per round).
     public var isRoundBased: Bool { kind != .steadyReads }
@@ -166,6 +180,8 @@ public enum ScenarioCatalog {
         Scenario(name: "crash-restart", kind: .crashRestart, tasks: 16, rounds: 16),
         Scenario(
             name: "crash-restart-grace", kind: .crashRestart, tasks: 16, rounds: 16, reuseGraceWindow: .seconds(30)),
+        Scenario(
+            name: "shared-storage", kind: .sharedStorage, tasks: 8, rounds: 16, latency: .fixed(.milliseconds(2))),
     ]
 
     /// What `compare` runs when no scenario is named: every preset but the 100,000-caller

@@ -15,7 +15,7 @@ struct List: ParsableCommand {
         for store in StoreRegistry.all {
             let marks = [
                 store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
-                store.persistsSession ? "storage" : nil,
+                store.persistsSession ? "storage" : nil, store.sharesStorage ? "shared storage" : nil,
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
@@ -26,7 +26,7 @@ struct List: ParsableCommand {
             let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
             print("  \(name) \(ScenarioText.summary(scenario))")
         }
-        print("storage backends (crash-restart:NAME):")
+        print("storage backends (crash-restart:NAME, shared-storage:NAME):")
         for backend in StorageBackendCatalog.all {
             let marks = [
                 backend.isReferenceBroken ? "reference-broken" : nil, backend.protectsAtRest ? "protects at rest" : nil,

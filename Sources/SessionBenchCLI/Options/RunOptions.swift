@@ -86,10 +86,11 @@ struct RunOptions: ParsableArguments {
         let stores = try resolvedStores()
         let scenarios = try resolvedScenarios()
         if stores.allSatisfy({ Execution.scenarios(scenarios, for: $0).isEmpty }) {
-            let persistent = StoreRegistry.all.filter(\.persistsSession).map(\.name)
+            let able = StoreRegistry.all.filter { !Execution.scenarios(scenarios, for: $0).isEmpty }.map(\.name)
             throw UsageError(
-                "the scenarios named run only stores that keep their session in storage, and none of the stores "
-                    + "named does; stores that do: \(persistent.joined(separator: ", "))")
+                "the scenarios named run only stores that keep their session in storage"
+                    + (scenarios.contains(where: \.sharesStorage) ? " (shared-storage: and share it)" : "")
+                    + ", and none of the stores named does; stores that do: \(able.joined(separator: ", "))")
         }
         if let cpus {
             let allowed = CPUPlacement.allowed
