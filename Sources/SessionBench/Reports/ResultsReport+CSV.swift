@@ -90,8 +90,6 @@ extension ResultsReport {
         ("plaintext_at_rest", { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
         ("file_mode", { $0.result.persistence?.fileMode ?? "" }),
         ("storage_calls_during_reads", { $0.persisted(\.storageCallsDuringReads) }),
-        ("storage_holders", { $0.result.kind == .sharedStorage ? $0.persisted(\.holders) : "" }),
-        ("grants_taken_from_storage", { $0.result.kind == .sharedStorage ? $0.persisted(\.grantsTaken) : "" }),
     ]
 
     /// The fixed CSV header.
