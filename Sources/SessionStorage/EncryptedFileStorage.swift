@@ -16,9 +16,6 @@ import SessionContract
 public final class EncryptedFileStorage: TokenStorage {
     /// The name of the sealed session file inside the data directory.
     public static let fileName = "session.sealed"
-    /// Bound into every seal, so a box sealed by this key for another purpose does not open here.
-    static let context = Data("session-bench session v1".utf8)
-
     /// Where the sealed session is kept.
     public let path: String
     private let key: SymmetricKey
@@ -33,26 +30,12 @@ public final class EncryptedFileStorage: TokenStorage {
 
     public func load() throws(StorageError) -> TokenGrant? {
         guard let sealed = try AtomicFile.read(path) else { return nil }
-        let plain: Data
-        do {
-            plain = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Self.context)
-        } catch {
-            throw .unreadable("\(Self.fileName): does not open (torn, tampered or sealed with another key)")
-        }
-        return try StoredGrant.decode(plain, from: Self.fileName)
+        return try StoredGrant.decode(SessionKey.open(sealed, with: key, from: Self.fileName), from: Self.fileName)
     }
 
     public func save(_ grant: TokenGrant) throws(StorageError) {
         let plain = try StoredGrant(grant).encoded(for: Self.fileName)
-        let box: AES.GCM.SealedBox
-        do {
-            box = try AES.GCM.seal(plain, using: key, authenticating: Self.context)
-        } catch {
-            throw .writeFailed("\(Self.fileName): the session could not be sealed")
-        }
-        // `combined` is nil only for nonces of non-standard size; `seal` draws a standard one.
-        guard let sealed = box.combined else { throw .writeFailed("\(Self.fileName): sealing gave no combined box") }
-        try AtomicFile.write(sealed, to: path, mode: 0o600)
+        try AtomicFile.write(SessionKey.seal(plain, with: key, for: Self.fileName), to: path, mode: 0o600)
     }
 
     /// Removes the sealed session; the key stays, so the next save needs no new key.

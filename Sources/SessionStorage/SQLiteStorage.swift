@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import Foundation
 import GRDB
 import SessionContract
@@ -19,7 +20,11 @@ import Synchronization
 ///   ended session's refresh token stays readable in the file's free pages and in the log.
 /// - The database, its log and its shared-memory file are the owner's alone (0600): the
 ///   database file is made with that mode before SQLite opens it, and SQLite gives its side
-///   files the database's mode. The contents are plaintext: no encryption.
+///   files the database's mode. The contents are plaintext, unless the storage is made with a
+///   key folder: then the row holds one AES-256-GCM sealed box of the session (the same sealed
+///   record the encrypted file holds, its key kept apart the same way), and nothing of the
+///   session is in clear in the database, its log or its free pages. The database's own pages
+///   (table, row id, sizes) stay readable: this seals the session, not the file (SQLCipher would).
 public final class SQLiteStorage: TokenStorage {
     /// The database file inside the directory.
     public static let fileName = "session.sqlite"
@@ -33,7 +38,9 @@ public final class SQLiteStorage: TokenStorage {
     /// Keeps the session in `<directory>/session.sqlite`, creating the folder (0700) and the
     /// database file (0600) if they are missing. `erasesOnClear: false` is the reference-broken
     /// variant: a plain `DELETE`, which leaves the ended session's bytes in the file.
-    public init(directory: String, erasesOnClear: Bool = true) throws(StorageError) {
+    /// With `keyDirectory`, the session is sealed with the key kept there (created if missing).
+    public init(directory: String, erasesOnClear: Bool = true, keyDirectory: String? = nil) throws(StorageError) {
+        key = try keyDirectory.map { folder throws(StorageError) in try SessionKey.loadOrCreate(in: folder) }
         try FileSystem.makeFolder(directory, mode: 0o700)
         path = FileSystem.join(directory, Self.fileName)
         let created = FileSystem.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -49,8 +56,20 @@ public final class SQLiteStorage: TokenStorage {
     }
 
     private let erasesOnClear: Bool
+    /// The sealing key, for a sealed database; `nil` for plaintext columns.
+    private let key: SymmetricKey?
 
     public func load() throws(StorageError) -> TokenGrant? {
+        if let key {
+            let sealed: Data?
+            do {
+                sealed = try opened().read { db in try Data.fetchOne(db, sql: "SELECT sealed FROM sealed_session WHERE id = 1") }
+            } catch {
+                throw .unreadable("\(Self.fileName): \(Self.describe(error))")
+            }
+            guard let sealed else { return nil }
+            return try StoredGrant.decode(SessionKey.open(sealed, with: key, from: Self.fileName), from: Self.fileName)
+        }
         do {
             return try opened().read { db in
                 guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = 1") else { return nil }
@@ -68,6 +87,17 @@ public final class SQLiteStorage: TokenStorage {
     }
 
     public func save(_ grant: TokenGrant) throws(StorageError) {
+        if let key {
+            let sealed = try SessionKey.seal(StoredGrant(grant).encoded(for: Self.fileName), with: key, for: Self.fileName)
+            do {
+                try opened().write { db in
+                    try db.execute(sql: "INSERT OR REPLACE INTO sealed_session (id, sealed) VALUES (1, ?)", arguments: [sealed])
+                }
+            } catch {
+                throw .writeFailed("\(Self.fileName): \(Self.describe(error))")
+            }
+            return
+        }
         do {
             try opened().write { db in
                 // Values as BLOBs: SQLite hands TEXT back cut at the first NUL.
@@ -91,7 +121,7 @@ public final class SQLiteStorage: TokenStorage {
     public func clear() throws(StorageError) {
         do {
             try opened().writeWithoutTransaction { db in
-                try db.execute(sql: "DELETE FROM session")
+                try db.execute(sql: key == nil ? "DELETE FROM session" : "DELETE FROM sealed_session")
                 if erasesOnClear { try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
             }
         } catch {
@@ -106,6 +136,8 @@ public final class SQLiteStorage: TokenStorage {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
+                try db.execute(
+                    sql: "CREATE TABLE IF NOT EXISTS sealed_session (id INTEGER PRIMARY KEY CHECK (id = 1), sealed BLOB NOT NULL)")
                 try db.execute(
                     sql: """
                         CREATE TABLE IF NOT EXISTS session (

@@ -29,6 +29,33 @@ enum SessionKey {
         return theirs
     }
 
+    /// Bound into every seal, so a box sealed by this key for another purpose does not open here.
+    static let context = Data("session-bench session v1".utf8)
+
+    /// `plain` sealed with AES-256-GCM under `key` (a fresh nonce each time): nonce, ciphertext
+    /// and tag in one. `name` names the file or table in an error.
+    static func seal(_ plain: Data, with key: SymmetricKey, for name: String) throws(StorageError) -> Data {
+        do {
+            // `combined` is nil only for nonces of non-standard size; `seal` draws a standard one.
+            guard let sealed = try AES.GCM.seal(plain, using: key, authenticating: context).combined else {
+                throw StorageError.writeFailed("\(name): sealing gave no combined box")
+            }
+            return sealed
+        } catch {
+            throw .writeFailed("\(name): the session could not be sealed")
+        }
+    }
+
+    /// What ``seal(_:with:for:)`` sealed; throws ``StorageError/unreadable(_:)`` for a box that is
+    /// torn, tampered with, or sealed with another key.
+    static func open(_ sealed: Data, with key: SymmetricKey, from name: String) throws(StorageError) -> Data {
+        do {
+            return try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: context)
+        } catch {
+            throw .unreadable("\(name): does not open (torn, tampered or sealed with another key)")
+        }
+    }
+
     private static func read(_ path: String) throws(StorageError) -> SymmetricKey? {
         guard let bytes = try AtomicFile.read(path) else { return nil }
         guard bytes.count == byteCount else {

@@ -22,6 +22,14 @@ public enum StorageBackendCatalog {
             name: "sqlite", summary: "one row of a SQLite database (GRDB) in WAL mode; erased on sign-out"
         ) { directory throws(StorageError) in try SQLiteStorage(directory: directory) },
         StorageBackend(
+            name: "sqlite-sealed",
+            summary: "the sqlite backend with its row sealed by AES-256-GCM, key in a separate file",
+            protectsAtRest: true
+        ) { directory throws(StorageError) in
+            try SQLiteStorage(
+                directory: FileSystem.join(directory, "data"), keyDirectory: FileSystem.join(directory, "key"))
+        },
+        StorageBackend(
             name: "json-file-in-place", summary: "JSON file truncated and rewritten in place: a crash tears it",
             isReferenceBroken: true
         ) { directory throws(StorageError) in try InPlaceJSONFileStorage(directory: directory) },

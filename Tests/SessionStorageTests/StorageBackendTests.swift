@@ -11,10 +11,11 @@ struct StorageBackendTests {
         #expect(
             StorageBackendCatalog.all.map(\.name)
                 == [
-                    "json-file", "encrypted-file", "sqlite", "json-file-in-place", "encrypted-file-leaky",
-                    "sqlite-plain-delete",
+                    "json-file", "encrypted-file", "sqlite", "sqlite-sealed", "json-file-in-place",
+                    "encrypted-file-leaky", "sqlite-plain-delete",
                 ])
-        #expect(StorageBackendCatalog.correct.map(\.name) == ["json-file", "encrypted-file", "sqlite"])
+        #expect(StorageBackendCatalog.correct.map(\.name) == ["json-file", "encrypted-file", "sqlite", "sqlite-sealed"])
+        #expect(StorageBackendCatalog.named("sqlite-sealed")?.protectsAtRest == true)
         #expect(StorageBackendCatalog.named("encrypted-file")?.protectsAtRest == true)
         #expect(StorageBackendCatalog.named("json-file")?.protectsAtRest == false)
         #expect(StorageBackendCatalog.named("encrypted-file-leaky")?.isReferenceBroken == true)
@@ -83,6 +84,8 @@ struct StorageBackendTests {
             case "json-file", "json-file-in-place": ["session.json"]
             case "encrypted-file": ["data/session.sealed", "key/session.key"]
             case "sqlite", "sqlite-plain-delete": ["session.sqlite", "session.sqlite-shm", "session.sqlite-wal"]
+            case "sqlite-sealed":
+                ["data/session.sqlite", "data/session.sqlite-shm", "data/session.sqlite-wal", "key/session.key"]
             default: ["data/session.sealed.json", "key/session.key"]
             }
         #expect(folder.files() == expected)
