@@ -48,7 +48,8 @@ public enum StorageError: Error, Hashable, Sendable, CustomStringConvertible {
 /// inside ``whileRefreshing(_:)``, and there first reads the storage again: if another holder
 /// saved a newer grant while this one waited, it takes that grant instead of calling the server
 /// (or, if that grant's access token has expired too, refreshes with *its* refresh token). The
-/// grant it does obtain is saved before the body returns, so the next holder finds it.
+/// grant it does obtain is saved before the body returns, so the next holder finds it. A storage
+/// it finds empty there means another holder signed out: the shared session is over here too.
 public protocol SharedTokenStorage: TokenStorage {
     /// Runs `body` while no other call of this method on the same storage, in this process or
     /// another, runs its body. Waits for its turn by suspending, never by blocking a thread; a

@@ -1,9 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import Dispatch
 import SessionContract
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The turn-taking behind the backends' ``SharedTokenStorage`` conformance: an exclusive `flock`
 /// on a lock file beside the session (`<folder>/refresh.lock`).
@@ -23,7 +25,8 @@ public struct RefreshLock: Sendable {
     public init(folder: String) { path = FileSystem.join(folder, Self.fileName) }
 
     /// Runs `body` holding the lock. If the lock file cannot be opened at all (a read-only
-    /// folder), `body` runs unguarded rather than never: the store still works on its own.
+    /// folder), `body` runs unguarded rather than never: the store still works on its own, and the
+    /// save that follows fails the same way and is counted as a failed write.
     public func run<R>(_ body: () async -> R) async -> R {
         let descriptor = FileSystem.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return await body() }
@@ -31,11 +34,22 @@ public struct RefreshLock: Sendable {
         var pause = Duration.microseconds(50)
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { return await body() }
-            try? await Task.sleep(for: pause)
+            await Self.sleep(pause)
             pause = min(pause * 2, .milliseconds(2))
         }
         defer { flock(descriptor, LOCK_UN) }
         return await body()
+    }
+
+    /// Suspends for `duration` even in a cancelled task (whose `Task.sleep` returns at once, which
+    /// would turn the wait into a busy loop).
+    private static func sleep(_ duration: Duration) async {
+        let nanoseconds =
+            Int(duration.components.seconds) * 1_000_000_000
+            + Int(duration.components.attoseconds / 1_000_000_000)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { done.resume() }
+        }
     }
 }
 

@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Crypto
 import Foundation
 import GRDB
 import SessionContract
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The session as one row of a SQLite database (GRDB) in WAL mode, as a server-side Swift
 /// service or an app with a database already would keep it.
@@ -43,10 +44,16 @@ public final class SQLiteStorage: TokenStorage {
         key = try keyDirectory.map { folder throws(StorageError) in try SessionKey.loadOrCreate(in: folder) }
         try FileSystem.makeFolder(directory, mode: 0o700)
         path = FileSystem.join(directory, Self.fileName)
-        let created = FileSystem.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard created >= 0 else { throw FileSystem.writeFailed(path, -created) }
-        close(created)
+        // Made only if missing (O_EXCL): closing a descriptor of a database file that a connection
+        // of this process has open drops every POSIX lock the process holds on it, and another
+        // process's connection could then think itself the last one and delete the log.
+        let created = FileSystem.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 || -created == EEXIST else { throw FileSystem.writeFailed(path, -created) }
+        if created >= 0 { close(created) }
         var configuration = Configuration()
+        // Several holders open one database (instances of a shared storage, the next process of a
+        // restart): a connection that finds it locked waits its turn instead of failing the call.
+        configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA secure_delete = \(erasesOnClear ? "ON" : "OFF")")
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -63,7 +70,9 @@ public final class SQLiteStorage: TokenStorage {
         if let key {
             let sealed: Data?
             do {
-                sealed = try opened().read { db in try Data.fetchOne(db, sql: "SELECT sealed FROM sealed_session WHERE id = 1") }
+                sealed = try opened().read { db in
+                    try Data.fetchOne(db, sql: "SELECT sealed FROM sealed_session WHERE id = 1")
+                }
             } catch {
                 throw .unreadable("\(Self.fileName): \(Self.describe(error))")
             }
@@ -88,10 +97,12 @@ public final class SQLiteStorage: TokenStorage {
 
     public func save(_ grant: TokenGrant) throws(StorageError) {
         if let key {
-            let sealed = try SessionKey.seal(StoredGrant(grant).encoded(for: Self.fileName), with: key, for: Self.fileName)
+            let sealed = try SessionKey.seal(
+                StoredGrant(grant).encoded(for: Self.fileName), with: key, for: Self.fileName)
             do {
                 try opened().write { db in
-                    try db.execute(sql: "INSERT OR REPLACE INTO sealed_session (id, sealed) VALUES (1, ?)", arguments: [sealed])
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO sealed_session (id, sealed) VALUES (1, ?)", arguments: [sealed])
                 }
             } catch {
                 throw .writeFailed("\(Self.fileName): \(Self.describe(error))")
@@ -137,7 +148,10 @@ public final class SQLiteStorage: TokenStorage {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL")
                 try db.execute(
-                    sql: "CREATE TABLE IF NOT EXISTS sealed_session (id INTEGER PRIMARY KEY CHECK (id = 1), sealed BLOB NOT NULL)")
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS sealed_session (
+                            id INTEGER PRIMARY KEY CHECK (id = 1), sealed BLOB NOT NULL)
+                        """)
                 try db.execute(
                     sql: """
                         CREATE TABLE IF NOT EXISTS session (

@@ -232,7 +232,8 @@ struct CrashRestartTests {
             .first(.failure(.signedOut)), .got(.success(9)), .got(.failure(.refreshTokenRevoked)),
             .saved(nanoseconds: 1234), .reads(count: 10, storageCalls: 0), .signedOut, .done, .problem("why"),
             .plan(plan), .grant(id: 5, grant), .failure(id: 6, .invalidGrant),
-            .round(SharedRound(index: 4, expiry: true, advance: 61_000_000_000)),
+            .round(SharedRound(index: 4, action: .expiry, advance: 61_000_000_000, holders: [0, 2, 3])),
+            .round(SharedRound(index: 5, action: .signOut, advance: 0, holders: [0])),
             .answered(instance: 1, .success(8), nanoseconds: 77), .answered(instance: 0, .failure(.signedOut), nanoseconds: 5),
             .roundDone(4),
         ]

@@ -5,13 +5,13 @@ import SessionStores
 import Testing
 import TokenServer
 
+@testable import SessionBench
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-@testable import SessionBench
 
 /// One saved session shared by several store instances: in one process (here, directly) and
 /// across processes (`shared-storage`, through the command line).
@@ -122,7 +122,9 @@ struct SharedStorageTests {
         let results: [CrashRestartTests.Result]
     }
 
-    func compare(_ arguments: [String]) async throws -> (status: Int32, results: [CrashRestartTests.Result], printed: String) {
+    func compare(_ arguments: [String]) async throws -> (
+        status: Int32, results: [CrashRestartTests.Result], printed: String
+    ) {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("results.json")
@@ -145,21 +147,37 @@ struct SharedStorageTests {
             #expect(result.verdict == "pass", "\(result.store) × \(result.scenario): \(result.violations)")
             let figures = try #require(result.persistence)
             #expect(figures.processes == 2 && figures.holders == 4)
-            #expect(figures.grantsTaken == 16 * 3, "16 events: one holder refreshed, three took its grant")
+            // Per four events: all four instances (three take the grant), all four again, one alone
+            // (none), three (two take it).
+            #expect(figures.grantsTaken == 4 * (3 + 3 + 0 + 2))
             #expect(figures.fileMode == "0600")
-            #expect(result.latencies.contains { $0.kind == "rejection" && $0.count == 16 * 8 * 4 / 2 })
+            #expect(result.latencies.contains { $0.kind == "rejection" && $0.count == 4 * (4 + 1) * 8 })
         }
         #expect(!printed.contains("shared-storage-1-user"), "the user id is never printed")
     }
 
     @Test("a store whose lock is the process's alone fails single-flight and no-reuse on every backend")
     func processLocalLockFails() async throws {
-        let (status, results, printed) = try await compare(["--stores", "shared-process-lock", "--scenario", "shared-storage"])
+        let (status, results, printed) = try await compare([
+            "--stores", "shared-process-lock", "--scenario", "shared-storage",
+        ])
         #expect(status == 1, "\(printed)")
         #expect(results.count == StorageBackendCatalog.correct.count)
         for result in results {
             let found = Set(result.violations.map(\.invariant))
             #expect(found.isSuperset(of: [Invariant.singleFlight.rawValue, Invariant.noReuse.rawValue]), "\(printed)")
         }
+    }
+
+    @Test("over a wrong backend the shared session fails the backend's invariant: I16 after the sign-out, I17")
+    func wrongBackendsFail() async throws {
+        let (status, results, printed) = try await compare([
+            "--stores", "mutex", "--scenario", "shared-storage:sqlite-plain-delete,shared-storage:encrypted-file-leaky",
+        ])
+        #expect(status == 1, "\(printed)")
+        #expect(
+            results.map { $0.violations.map(\.invariant) } == [
+                [Invariant.signOutDurable.rawValue], [Invariant.sealedAtRest.rawValue],
+            ])
     }
 }

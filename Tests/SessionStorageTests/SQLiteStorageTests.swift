@@ -48,7 +48,9 @@ struct SQLiteStorageTests {
             try storage.save(grant)
             try storage.clear()
             #expect(try storage.load() == nil)
-            let bytes = folder.files().flatMap { (try? Data(contentsOf: URL(fileURLWithPath: folder.path($0)))) ?? Data() }
+            let bytes = folder.files().flatMap {
+                (try? Data(contentsOf: URL(fileURLWithPath: folder.path($0)))) ?? Data()
+            }
             let found = Array(bytes).firstRange(of: Array(grant.refreshToken.value.utf8)) != nil
             #expect(found == !erases, erases ? "secure_delete and a truncated log erase it" : "a plain DELETE keeps it")
         }
@@ -68,19 +70,23 @@ struct SQLiteStorageTests {
     @Test("sealed, the database and its log hold nothing of the session; damage to the box is unreadable")
     func sealed() throws {
         let folder = try ScratchFolder()
-        let data = folder.path("data"), keys = folder.path("key")
+        let data = folder.path("data")
+        let keys = folder.path("key")
         let grant = SampleGrants.grant()
         let storage = try SQLiteStorage(directory: data, keyDirectory: keys)
         for generation in 1...3 { try storage.save(SampleGrants.grant(generation: UInt64(generation))) }
         try storage.save(grant)
         #expect(try SQLiteStorage(directory: data, keyDirectory: keys).load() == grant)
-        let bytes = Array(folder.files().flatMap { (try? Data(contentsOf: URL(fileURLWithPath: folder.path($0)))) ?? Data() })
+        let bytes = Array(
+            folder.files().flatMap { (try? Data(contentsOf: URL(fileURLWithPath: folder.path($0)))) ?? Data() })
         for secret in [grant.refreshToken.value, grant.accessToken.value, grant.accessToken.subject.rawValue] {
             #expect(bytes.firstRange(of: Array(secret.utf8)) == nil, "nothing of the session in clear")
         }
         // Another key does not open it: unreadable, never "no session".
         let otherKeys = folder.path("other-key")
-        #expect(throws: StorageError.unreadable("session.sqlite: does not open (torn, tampered or sealed with another key)")) {
+        #expect(
+            throws: StorageError.unreadable("session.sqlite: does not open (torn, tampered or sealed with another key)")
+        ) {
             _ = try SQLiteStorage(directory: data, keyDirectory: otherKeys).load()
         }
     }

@@ -4,7 +4,7 @@ import SessionStorage
 /// A `shared-storage` process: several instances of one store over one storage folder (each with
 /// a storage object of its own, as separate parts of an app would have), shared with the other
 /// processes of the run. Its clock is the driver's manual clock, so tokens expire exactly when
-/// the driver says.
+/// the driver says. Each step (``SharedRound``) ends with `roundDone`.
 extension SessionProcess {
     static func runShared(
         _ plan: SessionProcessPlan, descriptor: StoreDescriptor, backend: StorageBackend, pipe: SessionPipe
@@ -18,32 +18,49 @@ extension SessionProcess {
             let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: .clean, midSaveLimit: 0)
             stores.append(
                 descriptor.make(
-                    SessionStoreConfiguration(endpoint: PipeEndpoint(pipe: pipe), clock: .manual(time), storage: storage)))
+                    SessionStoreConfiguration(
+                        endpoint: PipeEndpoint(pipe: pipe), clock: .manual(time), storage: storage)))
         }
         // Each instance restores the session the driver saved.
         for store in stores {
             let first = await outcome { () async throws(SessionError) in try await store.validToken() }
             pipe.send(.first(first.map(\.generation)))
         }
+        var held: [AccessToken?] = Array(repeating: nil, count: stores.count)
         while true {
             let round = await pipe.nextRound()
             time.advance(by: .nanoseconds(round.advance))
-            await storm(round, stores: stores, callers: plan.callers, pipe: pipe)
+            let mine = stores.indices.filter { round.holders.contains(plan.incarnation * plan.instances + $0) }
+            switch round.action {
+            case .hold:
+                for instance in mine {
+                    let started = ContinuousClock.now
+                    let got = await outcome { () async throws(SessionError) in try await stores[instance].validToken() }
+                    held[instance] = try? got.get()
+                    let elapsed = (ContinuousClock.now - started).nanosecondsClamped
+                    pipe.send(.answered(instance: instance, got.map(\.generation), nanoseconds: elapsed))
+                }
+            case .storm, .expiry:
+                await storm(round, stores: stores, instances: mine, held: held, callers: plan.callers, pipe: pipe)
+            case .signOut:
+                for instance in mine { await stores[instance].signOut() }
+                pipe.send(.signedOut)
+            }
             pipe.send(.roundDone(round.index))
         }
     }
 
-    /// Every instance's callers at once: a 401 for the token the instance holds, or (an expiry
-    /// round) a plain `validToken()`.
-    private static func storm(_ round: SharedRound, stores: [any SessionStore], callers: Int, pipe: SessionPipe) async {
-        var held: [AccessToken?] = []
-        if !round.expiry {
-            for store in stores { held.append(try? await store.validToken()) }
-        }
+    /// Every caller of the named instances at once: a 401 for the token the instance holds, or
+    /// (an expiry) a plain `validToken()`.
+    private static func storm(
+        _ round: SharedRound, stores: [any SessionStore], instances: [Int], held: [AccessToken?], callers: Int,
+        pipe: SessionPipe
+    ) async {
         await withTaskGroup(of: Void.self) { group in
-            for (instance, store) in stores.enumerated() {
+            for instance in instances {
+                let store = stores[instance]
+                let token = round.action == .storm ? held[instance] : nil
                 for _ in 0..<callers {
-                    let token = round.expiry ? nil : held[instance]
                     group.addTask {
                         let started = ContinuousClock.now
                         let got = await outcome { () async throws(SessionError) in

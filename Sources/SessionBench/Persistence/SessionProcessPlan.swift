@@ -84,13 +84,26 @@ enum SessionLine: Equatable {
     case failure(id: Int, TokenEndpointError)
 }
 
-/// One round of `shared-storage`, as the driver orders it: move the clock on by `advance`
-/// nanoseconds (past the token's expiry, for an expiry round), then a storm of every instance's
-/// callers, with `tokenRejected` for the token each instance holds or, for an expiry, `validToken`.
+/// One step of `shared-storage`, as the driver orders it: move the clock on by `advance`
+/// nanoseconds (past the token's lifetime, for an expiry), then the step's action by the store
+/// instances it names; the other instances only move their clock.
 struct SharedRound: Equatable, Codable {
+    enum Action: String, Codable {
+        /// Each instance reads its token (`validToken()`) and keeps it for the storm that follows.
+        case hold
+        /// Every caller reports a 401 for the token its instance holds.
+        case storm
+        /// Every caller asks for a token (`validToken()`).
+        case expiry
+        /// Each instance signs out.
+        case signOut = "sign-out"
+    }
+
     var index: Int
-    var expiry: Bool
+    var action: Action
     var advance: Int64
+    /// The instances that act, numbered across processes: process × instances per process + instance.
+    var holders: [Int]
 }
 
 /// What a storage folder holds, as the backend reads it back.

@@ -8,13 +8,17 @@ import TokenServer
 /// folder — an app and its extension over one Keychain item, or two workers over one file.
 ///
 /// The driver signs in, saves the grant with the backend's own code, and starts the processes;
-/// every instance restores the session. Then rounds, alternately a 401 storm (every caller of
-/// every instance reports a 401 for the token its instance holds) and an expiry (the shared
-/// manual clock moves past the token's lifetime, then every caller asks for a token). Each
-/// round needs one new token for the whole session, so the server's ledger must show exactly one
-/// refresh call per round across all four instances and both processes, every caller must get
-/// that round's token, and no refresh token may be presented twice (the server would revoke the
-/// session: with rotation, a holder that refreshes on its own logs every other one out).
+/// every instance restores the session. Then events, four kinds in turn: a 401 storm by every
+/// instance (each first reads the token it holds, all of them before any 401 is sent), an
+/// expiry for every instance (the manual clock the processes share with the server moves past
+/// the token's lifetime), a 401 storm by one instance alone, and an expiry for every instance but
+/// that one — so the others find a grant newer than theirs in storage that has expired as well.
+/// Each event needs one new token for the whole session: the server's ledger must show exactly
+/// one refresh call per event across all instances and processes, each caller must get a token
+/// newer than the one its 401 was for (or, after an expiry, one issued after it), no refresh
+/// token may be presented twice, and the storage must hold the newest token any caller has.
+/// Last, one instance signs out and the others report 401s: the shared session is over, so
+/// they must get `signedOut`, present nothing to the server, and leave the storage empty.
 struct SharedStorageDriver {
     let runner: ScenarioRunner
     let descriptor: StoreDescriptor
@@ -33,6 +37,8 @@ struct SharedStorageDriver {
         var answers: [(instance: String, result: Result<UInt64, SessionError>, nanoseconds: Int64)] = []
         var saves: [Int64] = []
         var grants: [TokenGrant] = []
+        /// Steps the process has finished.
+        var done: Set<Int> = []
         var end = End.complete
     }
 
@@ -79,6 +85,8 @@ struct SharedStorageDriver {
         }
 
         var links: [SessionProcessLink] = []
+        // What the storage's files held while the session was live (scanned before the sign-out).
+        var atRest: AtRestScan?
         var handed: Set<UInt64> = [grant.accessToken.generation]
         server.setContext("launch")
         var completed = false
@@ -94,7 +102,8 @@ struct SharedStorageDriver {
                             clockStart: time.now.nanoseconds)))
             }
             completed = await drive(
-                links, server: server, time: time, saved: grant, handed: &handed, secrets: &secrets,
+                links, server: server, time: time, saved: grant, directory: directory, handed: &handed,
+                atRest: &atRest, secrets: &secrets,
                 outcome: &outcome)
         } catch {
             outcome.failure = "could not start a session process: \(error)"
@@ -116,104 +125,217 @@ struct SharedStorageDriver {
         outcome.persistence?.processes = Self.processes
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
-        CrashRestartDriver.judgeAtRest(
-            AtRestScan.scan(directory, secrets: secrets.byKind), backend: backend, oracle: oracle, outcome: &outcome)
+        if let atRest { CrashRestartDriver.judgeAtRest(atRest, backend: backend, oracle: oracle, outcome: &outcome) }
     }
 
-    /// The launch and the rounds. Returns `false` when the run had to stop (a hang, a process
-    /// that could not run or ended).
+    /// The launch, the events and the sign-out. Returns `false` when the run had to stop (a hang, a
+    /// process that could not run or ended).
     private func drive(
         _ links: [SessionProcessLink], server: TokenServer, time: ManualTime, saved grant: TokenGrant,
-        handed: inout Set<UInt64>, secrets: inout Secrets, outcome: inout DriverOutcome
+        directory: String, handed: inout Set<UInt64>, atRest: inout AtRestScan?, secrets: inout Secrets,
+        outcome: inout DriverOutcome
     ) async -> Bool {
         let launch = await serve(links, server: server, until: { $0.firsts.count == Self.instancesPerProcess })
         guard accept(launch, links: links, phase: "launch", secrets: &secrets, outcome: &outcome) else { return false }
         for (index, heard) in launch.enumerated() {
-            for first in heard.firsts where first != .success(grant.accessToken.generation) {
-                oracle.report(
-                    .durableRotation,
-                    "a store instance in process \(index) restored the saved session (generation "
-                        + "\(grant.accessToken.generation)) but its first call got \(Self.describe(first))")
+            for first in heard.firsts {
+                switch first {
+                case .success(let generation): handed.insert(generation)
+                case .failure(let error):
+                    oracle.report(
+                        .durableRotation,
+                        "a store instance in process \(index) was made over the saved session (generation "
+                            + "\(grant.accessToken.generation)) but its first call got \(error)")
+                }
             }
         }
-        var current = grant.accessToken.generation
-        for round in 0..<scenario.rounds {
-            let expiry = round % 2 == 1
-            let advance = expiry ? scenario.tokenLifetime + .seconds(1) : .zero
+        var step = 0
+        func run(_ action: SharedRound.Action, _ holders: [Int], advance: Duration = .zero, context: String)
+            async -> [Heard]?
+        {
             time.advance(by: advance)
-            server.setContext("round \(round)")
-            for link in links {
-                link.send(.round(SharedRound(index: round, expiry: expiry, advance: advance.nanosecondsClamped)))
+            server.setContext(context)
+            let round = SharedRound(index: step, action: action, advance: advance.nanosecondsClamped, holders: holders)
+            step += 1
+            for link in links { link.send(.round(round)) }
+            let heard = await serve(links, server: server) { $0.done.contains(round.index) }
+            return accept(heard, links: links, phase: context, secrets: &secrets, outcome: &outcome) ? heard : nil
+        }
+        let everyone = Array(0..<Self.holders)
+        for event in 0..<scenario.rounds {
+            let context = "event \(event)"
+            let alone = (event / 4) % Self.holders
+            let (kind, holders): (SharedRound.Action, [Int]) =
+                switch event % 4 {
+                case 0: (.storm, everyone)
+                case 1: (.expiry, everyone)
+                case 2: (.storm, [alone])
+                default: (.expiry, everyone.filter { $0 != alone })
+                }
+            let issuedBefore = server.ledger.entries.compactMap(\.issuedGeneration).max() ?? 0
+            var held: [String: UInt64] = [:]
+            if kind == .storm {
+                guard let reads = await run(.hold, holders, context: context) else { return false }
+                for answer in reads.flatMap(\.answers) {
+                    outcome.latencies.record(.read, nanoseconds: answer.nanoseconds)
+                    if let generation = try? answer.result.get() {
+                        held[answer.instance] = generation
+                        handed.insert(generation)
+                    }
+                }
             }
-            let heard = await serve(links, server: server) {
-                $0.answers.count == Self.instancesPerProcess * scenario.tasks
-            }
-            guard accept(heard, links: links, phase: "round \(round)", secrets: &secrets, outcome: &outcome) else {
-                return false
-            }
+            let advance = kind == .expiry ? scenario.tokenLifetime + .seconds(1) : .zero
+            guard let heard = await run(kind, holders, advance: advance, context: context) else { return false }
             for answer in heard.flatMap(\.answers) {
-                outcome.latencies.record(expiry ? .refreshWait : .rejection, nanoseconds: answer.nanoseconds)
+                outcome.latencies.record(kind == .expiry ? .refreshWait : .rejection, nanoseconds: answer.nanoseconds)
                 if let generation = try? answer.result.get() { handed.insert(generation) }
             }
-            current = judge(
-                round: round, expiry: expiry, heard: heard, after: current, ledger: server.ledger.entries,
-                outcome: &outcome)
+            judge(
+                Event(
+                    index: event, expiry: kind == .expiry, holders: holders.count, issuedBefore: issuedBefore,
+                    held: held),
+                heard: heard, ledger: server.ledger.entries, outcome: &outcome)
+            judgeStorage(after: "event \(event)", in: directory, handed: handed)
+        }
+        atRest = AtRestScan.scan(directory, secrets: secrets.byKind)
+        // One instance signs out; the others' next refresh must find the shared session over.
+        guard await run(.signOut, [0], context: "sign-out") != nil else { return false }
+        let others = Array(1..<Self.holders)
+        guard await run(.hold, others, context: "after sign-out") != nil,
+            let after = await run(.storm, others, context: "after sign-out")
+        else { return false }
+        judgeAfterSignOut(after, in: directory, ledger: server.ledger.entries)
+        let ended = AtRestScan.scan(directory, secrets: ["the signed-out session's refresh token": secrets.session])
+        if ended.holdsPlaintext {
+            oracle.report(
+                .signOutDurable, "after the sign-out, the ended session's refresh token was still on disk",
+                trace: ended.exposures)
         }
         return true
     }
 
-    /// I1, I4, I6, I12, I13 for one round: exactly one refresh call across every holder, and
-    /// every caller handed that refresh's token. Returns the session's generation after it.
-    private func judge(
-        round: Int, expiry: Bool, heard: [Heard], after previous: UInt64, ledger: [LedgerEntry],
-        outcome: inout DriverOutcome
-    ) -> UInt64 {
-        let event = expiry ? "expiry" : "401 storm"
-        let context = "round \(round), \(expiry ? "an" : "a") \(event) over \(Self.processes) processes × \(Self.instancesPerProcess) "
-            + "stores sharing one \(backend.name) storage"
-        let refreshes = ledger.filter { $0.context == "round \(round)" && $0.call == .refresh }
-        let issued = refreshes.compactMap(\.issuedGeneration).max()
+    /// One event as the driver ordered it.
+    struct Event {
+        let index: Int
+        let expiry: Bool
+        /// Instances that took part.
+        let holders: Int
+        /// The newest generation the server had issued before the event: after an expiry, older
+        /// tokens have expired.
+        let issuedBefore: UInt64
+        /// For a storm: the generation each instance held, the one its callers' 401s were for.
+        let held: [String: UInt64]
+    }
+
+    /// I1, I4, I6, I12, I13 for one event: exactly one refresh call across every holder, and every
+    /// caller handed a token newer than the one its 401 was for, or issued after the expiry.
+    private func judge(_ event: Event, heard: [Heard], ledger: [LedgerEntry], outcome: inout DriverOutcome) {
+        let name = event.expiry ? "expiry" : "401 storm"
+        let context =
+            "event \(event.index), \(event.expiry ? "an" : "a") \(name) for \(event.holders) of the "
+            + "\(Self.holders) store instances sharing one \(backend.name) storage across \(Self.processes) processes"
+        let refreshes = ledger.filter { $0.context == "event \(event.index)" && $0.call == .refresh }
         // Once the server has refused a refresh token the session is over for every holder: the
         // reuse behind it is I7's, and callers told so are right.
         let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
         if refreshes.count > 1 {
             oracle.report(
-                .singleFlight, "\(refreshes.count) refresh calls for one \(event) (\(context))",
+                .singleFlight, "\(refreshes.count) refresh calls for one \(name) (\(context))",
                 trace: refreshes.prefix(3).map(Oracle.describe))
         }
         let answers = heard.flatMap(\.answers)
-        let newest = issued ?? previous
-        let stale = answers.filter { (try? $0.result.get()).map { $0 < newest || $0 <= previous } ?? false }
-        if let first = stale.first, let generation = try? first.result.get() {
-            let what =
-                issued == nil
-                ? "no holder refreshed, and \(stale.count) caller(s) got generation \(generation) back"
-                : "\(stale.count) caller(s) got generation \(generation), older than generation \(newest) "
-                    + "issued in this round"
-            oracle.report(
-                expiry ? .fresh : .staleRejectionDoesNotRefresh,
-                "\(what): \(expiry ? "a token that had expired" : "the token their 401 was for") (\(context))",
-                trace: ["first seen at \(first.instance)"])
+        let stale = answers.compactMap { answer -> (String, UInt64, UInt64)? in
+            guard let generation = try? answer.result.get() else { return nil }
+            let floor = event.expiry ? event.issuedBefore : event.held[answer.instance] ?? 0
+            return generation <= floor ? (answer.instance, generation, floor) : nil
         }
-        for failure in answers.compactMap({ answer -> (String, SessionError)? in
+        if let (instance, generation, floor) = stale.first {
+            oracle.report(
+                event.expiry ? .fresh : .staleRejectionDoesNotRefresh,
+                event.expiry
+                    ? "\(stale.count) caller(s) got generation \(generation), issued before the expiry (every token up "
+                        + "to generation \(floor) had expired) (\(context))"
+                    : "\(stale.count) caller(s) got generation \(generation) in answer to a 401 for generation "
+                        + "\(floor) (\(context))",
+                trace: ["first seen at \(instance)"])
+        }
+        let failures = answers.compactMap { answer -> (String, SessionError)? in
             guard case .failure(let error) = answer.result else { return nil }
             return (answer.instance, error)
-        }).prefix(1) where !refused {
-            let count = answers.filter { (try? $0.result.get()) == nil }.count
-            let ends = failure.1 == .refreshTokenRevoked || failure.1 == .signedOut
+        }
+        if let (instance, error) = failures.first, !refused {
+            let ends = error == .refreshTokenRevoked || error == .signedOut
             oracle.report(
                 ends ? .sessionKept : .served,
-                "\(count) caller(s) got \(failure.1) though the server refused nothing (\(context))",
-                trace: ["first seen at \(failure.0)"])
+                "\(failures.count) caller(s) got \(error) though the server refused nothing and no one signed out "
+                    + "(\(context))",
+                trace: ["first seen at \(instance)"])
         }
         outcome.refreshCalls += refreshes.count
         outcome.stormRefreshCalls += refreshes.count
         outcome.storms += 1
         outcome.stormCallers += answers.count
-        outcome.operations += UInt64(answers.filter { (try? $0.result.get()) != nil }.count)
-        outcome.failedCalls += UInt64(answers.filter { (try? $0.result.get()) == nil }.count)
-        outcome.persistence?.grantsTaken += max(0, Self.holders - refreshes.count)
-        return newest
+        outcome.operations += UInt64(answers.count - failures.count)
+        outcome.failedCalls += UInt64(failures.count)
+        if refreshes.count == 1, stale.isEmpty, failures.isEmpty {
+            outcome.persistence?.grantsTaken += event.holders - 1
+        }
+    }
+
+    /// I15 between events: the storage holds the newest generation any caller has been handed, so
+    /// the next holder to refresh presents the refresh token the server expects.
+    private func judgeStorage(after step: String, in directory: String, handed: Set<UInt64>) {
+        let newest = handed.max() ?? 0
+        switch CrashRestartDriver.read(backend, directory) {
+        case .session(let generation) where generation < newest:
+            oracle.report(
+                .durableRotation,
+                "after \(step) the storage held generation \(generation), but callers had generation \(newest): the "
+                    + "next holder to refresh presents a used refresh token")
+        case .empty:
+            oracle.report(
+                .durableRotation, "after \(step) the storage held no session, but callers had generation \(newest)")
+        case .unreadable:
+            oracle.report(.restorable, "after \(step) the stored session could not be read back")
+        case .session:
+            break
+        }
+    }
+
+    /// I8, I13, I16 after one instance's sign-out: the others' 401s get `signedOut`, nothing is
+    /// presented to the server, and the storage is empty.
+    private func judgeAfterSignOut(_ heard: [Heard], in directory: String, ledger: [LedgerEntry]) {
+        let context = "after store instance 0 of process 0 signed out, over one \(backend.name) storage"
+        let answers = heard.flatMap(\.answers)
+        let served = answers.filter { (try? $0.result.get()) != nil }
+        let refreshes = ledger.filter { $0.context == "after sign-out" && $0.call == .refresh }
+        if let first = served.first, let generation = try? first.result.get() {
+            oracle.report(
+                .signOutFence,
+                "\(served.count) 401(s) sent after signOut() had returned in another holder got a token of the ended "
+                    + "session (generation \(generation)) (\(context))",
+                trace: ["first seen at \(first.instance)"] + refreshes.prefix(2).map(Oracle.describe))
+        } else if let refresh = refreshes.first {
+            oracle.report(
+                .signOutFence,
+                "the ended session's refresh token was presented after signOut() had returned (\(context))",
+                trace: [Oracle.describe(refresh)])
+        }
+        let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
+        if !refused,
+            let other = answers.first(where: { $0.result != .failure(.signedOut) && (try? $0.result.get()) == nil }),
+            case .failure(let error) = other.result
+        {
+            oracle.report(
+                .sessionKept, "a 401 sent after the sign-out got \(error) rather than signedOut (\(context))",
+                trace: ["first seen at \(other.instance)"])
+        }
+        if case .session(let generation) = CrashRestartDriver.read(backend, directory) {
+            oracle.report(
+                .signOutDurable,
+                "after the sign-out and the others' 401s the storage held a session (generation \(generation)) "
+                    + "(\(context))")
+        }
     }
 
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
@@ -230,15 +352,14 @@ struct SharedStorageDriver {
             switch part.end {
             case .complete: continue
             case .timedOut:
-                let expected = phase == "launch" ? Self.instancesPerProcess : Self.instancesPerProcess * scenario.tasks
-                let got = phase == "launch" ? part.firsts.count : part.answers.count
+                let expected = Self.instancesPerProcess * scenario.tasks
                 outcome.hang = .init(
-                    stuckCallers: max(0, expected - got), ofCallers: expected,
-                    operation: phase == "launch" ? .read : .rejection,
+                    stuckCallers: max(0, expected - part.answers.count), ofCallers: expected, operation: .rejection,
                     waitedSeconds: runner.hangTimeout.secondsValue, phase: "session process \(index), \(phase)",
                     detail: "no word from session process \(index) for the hang timeout (\(phase))")
             case .closed:
-                outcome.failure = "session process \(index) ended during \(phase)"
+                outcome.failure =
+                    "session process \(index) ended during \(phase)"
                     + (TrapMessage.find(in: links[index].errors).map { ": \($0)" } ?? "")
                 outcome.verdict = .crashed
             case .problem(let why):
@@ -279,8 +400,10 @@ struct SharedStorageDriver {
                                 link.send(Self.reply(id, result))
                             case .first(let first): heard.firsts.append(first)
                             case .answered(let instance, let result, let nanoseconds):
-                                heard.answers.append(("process \(index), store instance \(instance)", result, nanoseconds))
+                                heard.answers.append(
+                                    ("process \(index), store instance \(instance)", result, nanoseconds))
                             case .saved(let nanoseconds): heard.saves.append(nanoseconds)
+                            case .roundDone(let index): heard.done.insert(index)
                             case .problem(let why):
                                 heard.end = .problem(why)
                                 return (index, heard)

@@ -4,8 +4,8 @@ import Foundation
 /// restarts, what each backend leaves on disk, and what a save costs.
 extension ResultsReport {
     static let storageColumns = [
-        "store", "backend", "restarts", "survived", "ended by reuse", "ended otherwise", "lost in flight", "lost before save",
-        "lost mid-save", "plaintext at rest", "file mode", "save p50", "save p99", "storage calls in reads",
+        "store", "backend", "restarts", "survived", "ended by reuse", "ended otherwise", "lost in flight",
+        "lost before save", "lost mid-save", "plaintext at rest", "file mode", "save p50", "save p99", "storage calls in reads",
     ]
 
     static let sharedStorageColumns = [
