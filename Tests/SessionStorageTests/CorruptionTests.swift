@@ -31,8 +31,10 @@ struct CorruptionTests {
         }
     }
 
-    /// The correct backends that keep their session in one data file (SQLite's damage is its own test).
-    static let fileBackends = StorageBackendCatalog.correct.filter { $0.name != "sqlite" }
+    /// The correct backends that keep their session in one data file. SQLite's damage is its own
+    /// test, sealed or not: SQLite reads a file cut to nothing as an empty database, and one cut by
+    /// its last bytes may still hold the row whole.
+    static let fileBackends = StorageBackendCatalog.correct.filter { !$0.name.hasPrefix("sqlite") }
 
     @Test("a truncated data file is unreadable", arguments: fileBackends)
     func truncated(backend: StorageBackend) throws {

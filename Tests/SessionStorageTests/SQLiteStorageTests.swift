@@ -7,15 +7,15 @@ import Testing
 /// the ended session in the database's files; the plain-DELETE variant shows why that matters.
 @Suite("SQLite storage")
 struct SQLiteStorageTests {
-    /// Saves a grant and lets the connection go, so the log is checkpointed into the database.
-    private func savedAndClosed(_ folder: ScratchFolder, _ grant: TokenGrant) throws {
-        try SQLiteStorage(directory: folder.path).save(grant)
+    /// The storage on `folder`, its row sealed with a key in `<folder>/key` or plain.
+    private func storage(_ folder: ScratchFolder, sealed: Bool) throws(StorageError) -> SQLiteStorage {
+        try SQLiteStorage(directory: folder.path, keyDirectory: sealed ? folder.path("key") : nil)
     }
 
-    private func expectUnreadable(_ folder: ScratchFolder) {
-        #expect(throws: StorageError.self) { _ = try SQLiteStorage(directory: folder.path).load() }
-        do {
-            _ = try SQLiteStorage(directory: folder.path).load()
+    private func expectUnreadable(_ folder: ScratchFolder, sealed: Bool) {
+        do throws(StorageError) {
+            _ = try storage(folder, sealed: sealed).load()
+            Issue.record("a damaged database loaded")
         } catch {
             guard case .unreadable = error else {
                 Issue.record("expected unreadable, got \(error)")
@@ -24,17 +24,19 @@ struct SQLiteStorageTests {
         }
     }
 
-    @Test("a database overwritten with garbage, or cut in half, is unreadable")
-    func damage() throws {
+    @Test(
+        "a database overwritten with garbage, or cut in half, is unreadable, sealed or not", arguments: [false, true])
+    func damage(sealed: Bool) throws {
         for cut in [false, true] {
             let folder = try ScratchFolder()
-            try savedAndClosed(folder, SampleGrants.grant())
+            // Saved, and the connection let go, so the log is checkpointed into the database.
+            try storage(folder, sealed: sealed).save(SampleGrants.grant())
             let path = folder.path(SQLiteStorage.fileName)
             let whole = try Data(contentsOf: URL(fileURLWithPath: path))
             #expect(whole.count >= 4096, "the log was checkpointed into the file")
             let damaged = cut ? whole.prefix(whole.count / 2) : Data(repeating: 0xA5, count: whole.count)
             try damaged.write(to: URL(fileURLWithPath: path))
-            expectUnreadable(folder)
+            expectUnreadable(folder, sealed: sealed)
         }
     }
 
