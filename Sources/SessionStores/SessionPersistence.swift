@@ -50,6 +50,8 @@ final class SessionPersistence: Sendable {
     }
 
     let storage: any TokenStorage
+    /// The storage, if other holders may share it (asked once, not on every refresh).
+    private let shared: (any SharedTokenStorage)?
     let order: Order
     let turns: Turns
     /// The one lock of ``Turns/processOnly``, shared by every store of the process.
@@ -62,15 +64,16 @@ final class SessionPersistence: Sendable {
         self.storage = storage
         self.order = order
         self.turns = turns
+        shared = storage as? any SharedTokenStorage
     }
 
     /// Whether other holders may share the storage, so a refresh must take its turn.
-    var isShared: Bool { storage is any SharedTokenStorage }
+    var isShared: Bool { shared != nil }
 
     /// Runs `body` in this holder's turn to refresh: while no other holder of a shared storage
     /// runs its own. Unshared storage runs it at once.
     func takingTurns<R>(_ body: () async -> R) async -> R {
-        guard let shared = storage as? any SharedTokenStorage else { return await body() }
+        guard let shared else { return await body() }
         switch turns {
         case .storage: return await shared.whileRefreshing(body)
         case .processOnly: return await Self.processTurns.run(body)

@@ -118,21 +118,11 @@ struct SharedStorageTests {
         #expect(ran.now.nanoseconds == 1)
     }
 
-    struct Report: Decodable {
-        let results: [CrashRestartTests.Result]
-    }
-
+    /// `compare` with JSON output, as the crash tests run it.
     func compare(_ arguments: [String]) async throws -> (
         status: Int32, results: [CrashRestartTests.Result], printed: String
     ) {
-        let directory = try ToolProcess.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let file = directory.appendingPathComponent("results.json")
-        let run = try await ToolProcess.run(
-            ["compare", "--include-broken", "--output", file.path] + arguments, timeout: 180)
-        let data = (try? Data(contentsOf: file)) ?? Data()
-        let results = (try? JSONDecoder().decode(Report.self, from: data).results) ?? []
-        return (run.status, results, run.stdout + run.stderr)
+        try await CrashRestartTests().compare(arguments)
     }
 
     @Test("across two processes, correct stores make exactly one refresh per 401 storm or expiry on every backend")

@@ -75,25 +75,20 @@ public struct ScenarioRunner: Sendable {
         // The drivers write their figures into the result itself.
         let outcome = DriverOutcome(result: result)
         switch scenario.kind {
-        case .crashRestart:
+        case .crashRestart, .sharedStorage:
             var outcome = outcome
             if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
-                await CrashRestartDriver(
-                    runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
-                    backend: backend
-                ).run(outcome: &outcome)
-            } else {
-                outcome.failure =
-                    "\(scenario.name) starts and kills session processes: run it through the session-bench command line"
-            }
-            result = outcome.finished()
-        case .sharedStorage:
-            var outcome = outcome
-            if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
-                await SharedStorageDriver(
-                    runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
-                    backend: backend
-                ).run(outcome: &outcome)
+                if scenario.kind == .crashRestart {
+                    await CrashRestartDriver(
+                        runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
+                        backend: backend
+                    ).run(outcome: &outcome)
+                } else {
+                    await SharedStorageDriver(
+                        runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
+                        backend: backend
+                    ).run(outcome: &outcome)
+                }
             } else {
                 outcome.failure =
                     "\(scenario.name) starts session processes: run it through the session-bench command line"

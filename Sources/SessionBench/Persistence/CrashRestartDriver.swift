@@ -163,7 +163,7 @@ struct CrashRestartDriver {
                     let result = await server.signInResult(Credentials(subject: Subject(user)))
                     secrets.startSession()
                     if case .success(let grant) = result { secrets.note(grant, in: &life) }
-                    link.send(Self.reply(id, result))
+                    link.send(SessionLine.reply(id, result))
                 case .refreshRequest(let id, let token):
                     let result = await server.refreshResult(RefreshToken(token))
                     if case .success(let grant) = result { secrets.note(grant, in: &life) }
@@ -173,9 +173,9 @@ struct CrashRestartDriver {
                         life.killed = true
                         link.kill()
                     } else if life.crash == .signOutDuringRefresh, inStorm, !life.signedOut {
-                        held = Self.reply(id, result)  // answered once signOut() has returned
+                        held = SessionLine.reply(id, result)  // answered once signOut() has returned
                     } else {
-                        link.send(Self.reply(id, result))
+                        link.send(SessionLine.reply(id, result))
                     }
                 case .first(let first):
                     life.first = first
@@ -222,13 +222,6 @@ struct CrashRestartDriver {
         case .exited(let status):
             return "session process \(life.index) (\(life.crash.rawValue)) exited with status \(status) "
                 + "before its round ended"
-        }
-    }
-
-    private static func reply(_ id: Int, _ result: Result<TokenGrant, TokenEndpointError>) -> SessionLine {
-        switch result {
-        case .success(let grant): .grant(id: id, grant)
-        case .failure(let error): .failure(id: id, error)
         }
     }
 

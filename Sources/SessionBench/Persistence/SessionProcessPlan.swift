@@ -84,6 +84,16 @@ enum SessionLine: Equatable {
     case failure(id: Int, TokenEndpointError)
 }
 
+extension SessionLine {
+    /// The driver's answer to the token-endpoint request `id`.
+    static func reply(_ id: Int, _ result: Result<TokenGrant, TokenEndpointError>) -> SessionLine {
+        switch result {
+        case .success(let grant): .grant(id: id, grant)
+        case .failure(let error): .failure(id: id, error)
+        }
+    }
+}
+
 /// One step of `shared-storage`, as the driver orders it: move the clock on by `advance`
 /// nanoseconds (past the token's lifetime, for an expiry), then the step's action by the store
 /// instances it names; the other instances only move their clock.

@@ -85,7 +85,8 @@ struct SharedStorageDriver {
         }
 
         var links: [SessionProcessLink] = []
-        // What the storage's files held while the session was live (scanned before the sign-out).
+        // What the storage's files held while the session was live: scanned after every event, so a
+        // store that loses the session early still shows what its backend kept.
         var atRest: AtRestScan?
         var handed: Set<UInt64> = [grant.accessToken.generation]
         server.setContext("launch")
@@ -196,8 +197,10 @@ struct SharedStorageDriver {
                     held: held),
                 heard: heard, ledger: server.ledger.entries, outcome: &outcome)
             judgeStorage(after: "event \(event)", in: directory, handed: handed)
+            var seen = atRest ?? AtRestScan()
+            seen.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
+            atRest = seen
         }
-        atRest = AtRestScan.scan(directory, secrets: secrets.byKind)
         // One instance signs out; the others' next refresh must find the shared session over.
         guard await run(.signOut, [0], context: "sign-out") != nil else { return false }
         let others = Array(1..<Self.holders)
@@ -212,130 +215,6 @@ struct SharedStorageDriver {
                 trace: ended.exposures)
         }
         return true
-    }
-
-    /// One event as the driver ordered it.
-    struct Event {
-        let index: Int
-        let expiry: Bool
-        /// Instances that took part.
-        let holders: Int
-        /// The newest generation the server had issued before the event: after an expiry, older
-        /// tokens have expired.
-        let issuedBefore: UInt64
-        /// For a storm: the generation each instance held, the one its callers' 401s were for.
-        let held: [String: UInt64]
-    }
-
-    /// I1, I4, I6, I12, I13 for one event: exactly one refresh call across every holder, and every
-    /// caller handed a token newer than the one its 401 was for, or issued after the expiry.
-    private func judge(_ event: Event, heard: [Heard], ledger: [LedgerEntry], outcome: inout DriverOutcome) {
-        let name = event.expiry ? "expiry" : "401 storm"
-        let context =
-            "event \(event.index), \(event.expiry ? "an" : "a") \(name) for \(event.holders) of the "
-            + "\(Self.holders) store instances sharing one \(backend.name) storage across \(Self.processes) processes"
-        let refreshes = ledger.filter { $0.context == "event \(event.index)" && $0.call == .refresh }
-        // Once the server has refused a refresh token the session is over for every holder: the
-        // reuse behind it is I7's, and callers told so are right.
-        let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
-        if refreshes.count > 1 {
-            oracle.report(
-                .singleFlight, "\(refreshes.count) refresh calls for one \(name) (\(context))",
-                trace: refreshes.prefix(3).map(Oracle.describe))
-        }
-        let answers = heard.flatMap(\.answers)
-        let stale = answers.compactMap { answer -> (String, UInt64, UInt64)? in
-            guard let generation = try? answer.result.get() else { return nil }
-            let floor = event.expiry ? event.issuedBefore : event.held[answer.instance] ?? 0
-            return generation <= floor ? (answer.instance, generation, floor) : nil
-        }
-        if let (instance, generation, floor) = stale.first {
-            oracle.report(
-                event.expiry ? .fresh : .staleRejectionDoesNotRefresh,
-                event.expiry
-                    ? "\(stale.count) caller(s) got generation \(generation), issued before the expiry (every token up "
-                        + "to generation \(floor) had expired) (\(context))"
-                    : "\(stale.count) caller(s) got generation \(generation) in answer to a 401 for generation "
-                        + "\(floor) (\(context))",
-                trace: ["first seen at \(instance)"])
-        }
-        let failures = answers.compactMap { answer -> (String, SessionError)? in
-            guard case .failure(let error) = answer.result else { return nil }
-            return (answer.instance, error)
-        }
-        if let (instance, error) = failures.first, !refused {
-            let ends = error == .refreshTokenRevoked || error == .signedOut
-            oracle.report(
-                ends ? .sessionKept : .served,
-                "\(failures.count) caller(s) got \(error) though the server refused nothing and no one signed out "
-                    + "(\(context))",
-                trace: ["first seen at \(instance)"])
-        }
-        outcome.refreshCalls += refreshes.count
-        outcome.stormRefreshCalls += refreshes.count
-        outcome.storms += 1
-        outcome.stormCallers += answers.count
-        outcome.operations += UInt64(answers.count - failures.count)
-        outcome.failedCalls += UInt64(failures.count)
-        if refreshes.count == 1, stale.isEmpty, failures.isEmpty {
-            outcome.persistence?.grantsTaken += event.holders - 1
-        }
-    }
-
-    /// I15 between events: the storage holds the newest generation any caller has been handed, so
-    /// the next holder to refresh presents the refresh token the server expects.
-    private func judgeStorage(after step: String, in directory: String, handed: Set<UInt64>) {
-        let newest = handed.max() ?? 0
-        switch CrashRestartDriver.read(backend, directory) {
-        case .session(let generation) where generation < newest:
-            oracle.report(
-                .durableRotation,
-                "after \(step) the storage held generation \(generation), but callers had generation \(newest): the "
-                    + "next holder to refresh presents a used refresh token")
-        case .empty:
-            oracle.report(
-                .durableRotation, "after \(step) the storage held no session, but callers had generation \(newest)")
-        case .unreadable:
-            oracle.report(.restorable, "after \(step) the stored session could not be read back")
-        case .session:
-            break
-        }
-    }
-
-    /// I8, I13, I16 after one instance's sign-out: the others' 401s get `signedOut`, nothing is
-    /// presented to the server, and the storage is empty.
-    private func judgeAfterSignOut(_ heard: [Heard], in directory: String, ledger: [LedgerEntry]) {
-        let context = "after store instance 0 of process 0 signed out, over one \(backend.name) storage"
-        let answers = heard.flatMap(\.answers)
-        let served = answers.filter { (try? $0.result.get()) != nil }
-        let refreshes = ledger.filter { $0.context == "after sign-out" && $0.call == .refresh }
-        if let first = served.first, let generation = try? first.result.get() {
-            oracle.report(
-                .signOutFence,
-                "\(served.count) 401(s) sent after signOut() had returned in another holder got a token of the ended "
-                    + "session (generation \(generation)) (\(context))",
-                trace: ["first seen at \(first.instance)"] + refreshes.prefix(2).map(Oracle.describe))
-        } else if let refresh = refreshes.first {
-            oracle.report(
-                .signOutFence,
-                "the ended session's refresh token was presented after signOut() had returned (\(context))",
-                trace: [Oracle.describe(refresh)])
-        }
-        let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
-        if !refused,
-            let other = answers.first(where: { $0.result != .failure(.signedOut) && (try? $0.result.get()) == nil }),
-            case .failure(let error) = other.result
-        {
-            oracle.report(
-                .sessionKept, "a 401 sent after the sign-out got \(error) rather than signedOut (\(context))",
-                trace: ["first seen at \(other.instance)"])
-        }
-        if case .session(let generation) = CrashRestartDriver.read(backend, directory) {
-            oracle.report(
-                .signOutDurable,
-                "after the sign-out and the others' 401s the storage held a session (generation \(generation)) "
-                    + "(\(context))")
-        }
     }
 
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
@@ -393,11 +272,11 @@ struct SharedStorageDriver {
                             case .refreshRequest(let id, let token):
                                 let result = await server.refreshResult(RefreshToken(token))
                                 if case .success(let grant) = result { heard.grants.append(grant) }
-                                link.send(Self.reply(id, result))
+                                link.send(SessionLine.reply(id, result))
                             case .signInRequest(let id, let user):
                                 let result = await server.signInResult(Credentials(subject: Subject(user)))
                                 if case .success(let grant) = result { heard.grants.append(grant) }
-                                link.send(Self.reply(id, result))
+                                link.send(SessionLine.reply(id, result))
                             case .first(let first): heard.firsts.append(first)
                             case .answered(let instance, let result, let nanoseconds):
                                 heard.answers.append(
@@ -417,20 +296,6 @@ struct SharedStorageDriver {
             var heard = [Heard](repeating: Heard(), count: links.count)
             for await (index, part) in group { heard[index] = part }
             return heard
-        }
-    }
-
-    private static func reply(_ id: Int, _ result: Result<TokenGrant, TokenEndpointError>) -> SessionLine {
-        switch result {
-        case .success(let grant): .grant(id: id, grant)
-        case .failure(let error): .failure(id: id, error)
-        }
-    }
-
-    private static func describe(_ result: Result<UInt64, SessionError>) -> String {
-        switch result {
-        case .success(let generation): "generation \(generation)"
-        case .failure(let error): "\(error)"
         }
     }
 }
