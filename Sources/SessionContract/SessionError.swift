@@ -13,6 +13,12 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     case refreshTokenRevoked
     /// The calling task was cancelled while it waited.
     case cancelled
+    /// The user failed or refused the step-up check. The next call may prompt again.
+    case stepUpDenied
+    /// The user dismissed the step-up prompt. The next call may prompt again.
+    case stepUpDismissed
+    /// The server did not sell an elevated token (a server error, a refused proof).
+    case stepUpFailed
 
     public var description: String {
         switch self {
@@ -21,11 +27,17 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         case .refreshFailed: "refresh failed"
         case .refreshTokenRevoked: "refresh token revoked"
         case .cancelled: "cancelled"
+        case .stepUpDenied: "step-up denied"
+        case .stepUpDismissed: "step-up dismissed"
+        case .stepUpFailed: "step-up failed"
         }
     }
 }
 
 extension SessionError {
+    /// Whether the error is a step-up's: only ``SessionClient/elevatedToken()`` may throw it.
+    public var isStepUp: Bool { self == .stepUpDenied || self == .stepUpDismissed || self == .stepUpFailed }
+
     /// What every waiter of a refresh is told when the token endpoint refused it with `error`:
     /// a refused grant ends the session (``refreshTokenRevoked``); a server error or a timeout
     /// may pass, and the next call may refresh again (``refreshFailed``).

@@ -11,15 +11,20 @@ public struct SessionStoreConfiguration: Sendable {
     /// only. A store that offers persistence (``StoreDescriptor/persistsSession``) restores
     /// from it when made and saves each grant before handing out its token.
     public var storage: (any TokenStorage)?
+    /// The user, as a store that offers step-up authentication (``StepUpSessionStore``) prompts
+    /// them; `nil` where nothing may prompt (a store then fails step-ups with
+    /// ``SessionError/stepUpFailed``). The endpoint must then be a ``StepUpEndpoint`` too.
+    public var authenticator: (any StepUpAuthenticator)?
 
     public init(
         endpoint: any TokenEndpoint, clock: TokenClock = .coarse, refreshSkew: Duration = .milliseconds(20),
-        storage: (any TokenStorage)? = nil
+        storage: (any TokenStorage)? = nil, authenticator: (any StepUpAuthenticator)? = nil
     ) {
         self.endpoint = endpoint
         self.clock = clock
         self.refreshSkew = max(refreshSkew, clock.resolution)
         self.storage = storage
+        self.authenticator = authenticator
     }
 }
 
@@ -45,11 +50,18 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// only in the storage's turn, and take a grant another holder saved meanwhile). Only such
     /// stores run the scenario that shares one storage between processes.
     public let sharesStorage: Bool
+    /// Whether instances implement ``StepUpSessionStore`` (API objects, step-up prompts). Only
+    /// such stores run the `step-up` scenario.
+    public let offersStepUp: Bool
+    /// Whether instances implement ``ObservableSessionStore``. Only such stores run the
+    /// `session-states` scenario.
+    public let offersStateStream: Bool
     private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
-        persistsSession: Bool = false, sharesStorage: Bool = false,
+        persistsSession: Bool = false, sharesStorage: Bool = false, offersStepUp: Bool = false,
+        offersStateStream: Bool = false,
         make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
     ) {
         self.name = name
@@ -58,6 +70,8 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
         self.offersSynchronousRead = offersSynchronousRead
         self.persistsSession = persistsSession
         self.sharesStorage = sharesStorage
+        self.offersStepUp = offersStepUp
+        self.offersStateStream = offersStateStream
         self.factory = make
     }
 

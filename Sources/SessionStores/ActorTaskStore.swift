@@ -1,4 +1,5 @@
 import SessionContract
+import Synchronization
 
 /// The idiomatic Swift answer: an actor that keeps the in-flight refresh as a `Task` and
 /// lets every caller await the same one (the seed ADR's actor, done right).
@@ -13,10 +14,25 @@ import SessionContract
 ///   that finds the actor busy is enqueued as a job on it (1.00 per read with 4 callers in
 ///   `steady-reads`). A parked caller holds ~2 KB more than with a lock store (the task's
 ///   awaiting frames spill into a new slab of its allocator).
+/// - Step-up: the in-flight prompt is a `Task` too, joined the same way, so every API object's
+///   callers share one prompt; it runs outside the actor, which keeps serving base reads
+///   meanwhile. The elevated token is dropped with the session.
+/// - State: published from inside the actor, so subscribers see changes in the order the actor
+///   made them.
 /// - Known weakness: waiters are released only when the refresh task returns, even after
 ///   sign-out or their own cancellation; a hung token server hangs them all. There is no
 ///   synchronous read.
-public actor ActorTaskStore: SessionStore {
+public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
+    /// How subscribers get the state.
+    public enum StateStream: Sendable {
+        /// Every subscriber gets every change (``StateBroadcaster``).
+        case broadcast
+        /// The seed ADR's `stateStream` as written: one continuation, which each new subscriber
+        /// replaces, so earlier subscribers silently stop hearing. Reference-broken.
+        case singleContinuation
+    }
+
+    private typealias ElevationTask = Task<Result<ElevatedToken, SessionError>, Never>
     /// The server's answer, and whether its token was still fresh when it arrived: decided
     /// once, inside the task, so every waiter of one refresh gets the same outcome whatever
     /// instant it wakes at.
@@ -29,11 +45,80 @@ public actor ActorTaskStore: SessionStore {
     private var isRevoked = false
     private var epoch: UInt64 = 0
     private var inFlight: RefreshTask?
+    private var elevated: ElevatedToken?
+    private var elevation: ElevationTask?
+    private let authenticator: (any StepUpAuthenticator)?
+    private let stepUpEndpoint: (any StepUpEndpoint)?
+    private let broadcaster = StateBroadcaster()
+    private let single: SingleContinuationStream?
+    private var stateVersion: UInt64 = 0
 
-    public init(configuration: SessionStoreConfiguration) {
+    public init(configuration: SessionStoreConfiguration, stateStream: StateStream = .broadcast) {
         endpoint = configuration.endpoint
         clock = configuration.clock
         skew = configuration.refreshSkew
+        authenticator = configuration.authenticator
+        stepUpEndpoint = configuration.endpoint as? any StepUpEndpoint
+        single = stateStream == .singleContinuation ? SingleContinuationStream() : nil
+    }
+
+    public nonisolated func sessionStates() -> AsyncStream<SessionState> {
+        single?.subscribe() ?? broadcaster.subscribe()
+    }
+
+    public nonisolated func makeClient() -> any SessionClient { ActorClient(store: self) }
+
+    /// Publishes the state the actor is in now; called after every change.
+    private func publish() {
+        let state: SessionState =
+            if isRevoked { .revoked } else if let grant {
+                inFlight == nil
+                    ? .signedIn(generation: grant.accessToken.generation)
+                    : .refreshing(generation: grant.accessToken.generation)
+            } else { .signedOut }
+        stateVersion &+= 1
+        if let single { single.yield(state) } else { broadcaster.publish(state, version: stateVersion) }
+    }
+
+    /// The elevated token, joining the prompt in flight or starting one.
+    public func elevatedToken() async throws(SessionError) -> ElevatedToken {
+        _ = try currentGrant()
+        if let elevated, elevated.isFresh(at: clock.now(), margin: skew) { return elevated }
+        let task: ElevationTask
+        if let elevation {
+            task = elevation
+        } else {
+            let startEpoch = epoch
+            task = Task { await self.stepUp(epoch: startEpoch) }
+            elevation = task
+        }
+        let callerEpoch = epoch
+        let result = await task.value
+        guard callerEpoch == epoch else { throw .signedOut }
+        if elevation == task {
+            elevation = nil
+            if case .success(let token) = result { elevated = token }
+        }
+        return try result.get()
+    }
+
+    /// Prompts and buys an elevated token; runs outside the actor but for its short checks.
+    private nonisolated func stepUp(epoch startEpoch: UInt64) async -> Result<ElevatedToken, SessionError> {
+        guard let authenticator, let stepUpEndpoint else { return .failure(.stepUpFailed) }
+        let token: AccessToken
+        do throws(SessionError) { token = try await validToken() } catch { return .failure(error) }
+        switch await authenticator.prompt(for: token.subject) {
+        case .denied: return .failure(.stepUpDenied)
+        case .dismissed: return .failure(.stepUpDismissed)
+        case .approved(let proof):
+            guard await epoch == startEpoch else { return .failure(.signedOut) }
+            do throws(TokenEndpointError) {
+                let elevated = try await stepUpEndpoint.elevate(token, proof: proof)
+                return elevated.isFresh(at: clock.now()) ? .success(elevated) : .failure(.stepUpFailed)
+            } catch {
+                return .failure(.stepUpFailed)
+            }
+        }
     }
 
     public func validToken() async throws(SessionError) -> AccessToken {
@@ -59,7 +144,9 @@ public actor ActorTaskStore: SessionStore {
         let result = await endpoint.signInResult(credentials)
         guard signInEpoch == epoch else { throw .signedOut }  // overtaken while we awaited
         switch result {
-        case .success(let newGrant): grant = newGrant
+        case .success(let newGrant):
+            grant = newGrant
+            publish()
         case .failure: throw .signInFailed
         }
     }
@@ -77,6 +164,9 @@ public actor ActorTaskStore: SessionStore {
         grant = nil
         isRevoked = false
         inFlight = nil
+        elevated = nil
+        elevation = nil
+        publish()
     }
 
     /// Joins the in-flight refresh, starting one if there is none. No `await` separates the
@@ -94,6 +184,7 @@ public actor ActorTaskStore: SessionStore {
                 return (result, fresh)
             }
             inFlight = task
+            publish()
         }
         let callerEpoch = epoch
         let (result, freshOnArrival) = await task.value
@@ -110,7 +201,29 @@ public actor ActorTaskStore: SessionStore {
             inFlight = nil
             if case .success(let newGrant) = result { grant = newGrant }
             if case .failure(.refreshTokenRevoked) = outcome { isRevoked = true }
+            publish()
         }
         return try outcome.get()
     }
+}
+
+/// An API object of an ``ActorTaskStore``: holds the store, never a session.
+final class ActorClient: SessionClient {
+    private let store: ActorTaskStore
+
+    init(store: ActorTaskStore) { self.store = store }
+
+    func token() async throws(SessionError) -> AccessToken { try await store.validToken() }
+    func elevatedToken() async throws(SessionError) -> ElevatedToken { try await store.elevatedToken() }
+}
+
+/// The seed ADR's state stream: one continuation, replaced by each new subscriber.
+final class SingleContinuationStream: Sendable {
+    private let continuation = Mutex<AsyncStream<SessionState>.Continuation?>(nil)
+
+    func subscribe() -> AsyncStream<SessionState> {
+        AsyncStream { continuation in self.continuation.withLock { $0 = continuation } }
+    }
+
+    func yield(_ state: SessionState) { _ = continuation.withLock { $0?.yield(state) } }
 }

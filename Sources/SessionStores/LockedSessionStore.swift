@@ -56,6 +56,25 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     let persistence: SessionPersistence?
     let skew: Duration
     private let waiterIDs = Atomic<UInt64>(0)
+    let states: StateBroadcaster
+    let configuration: SessionStoreConfiguration
+    let elevationMode: ElevationMode
+    /// The step-up coordinators of this store: one shared by every API object, or (reference-broken
+    /// ``ElevationMode/perClient``) one per API object.
+    private let elevations: Mutex<[WeakElevation]>
+
+    /// How a store's API objects share step-up authentication.
+    enum ElevationMode {
+        /// One prompt for every caller of every API object.
+        case shared
+        /// Each API object prompts for itself (seed 000's warning: "asked to supply their password
+        /// or finger-print several times"). Reference-broken.
+        case perClient
+    }
+
+    struct WeakElevation: @unchecked Sendable {
+        weak var coordinator: ElevationCoordinator?
+    }
 
     public convenience init(configuration: SessionStoreConfiguration) {
         self.init(configuration: configuration, persistOrder: .beforePublish)
@@ -63,9 +82,14 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     init(
         configuration: SessionStoreConfiguration, persistOrder: SessionPersistence.Order,
-        turns: SessionPersistence.Turns = .storage
+        turns: SessionPersistence.Turns = .storage, elevation: ElevationMode = .shared
     ) {
+        self.configuration = configuration
+        elevationMode = elevation
         lifecycle = Guard(TokenLifecycle(skew: configuration.refreshSkew))
+        let shared = ElevationCoordinator(configuration: configuration)
+        sharedElevation = shared
+        elevations = Mutex([WeakElevation(coordinator: shared)])
         clock = configuration.clock
         endpoint = configuration.endpoint
         skew = configuration.refreshSkew
@@ -73,7 +97,11 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         if let grant = persistence?.restore() {
             lifecycle.withExclusiveAccess { $0.restore(grant) }
         }
+        let initial = lifecycle.withSharedAccess { $0.observed }
+        states = StateBroadcaster(initial.state, version: initial.version)
     }
+
+    private let sharedElevation: ElevationCoordinator
 
     // The fast path, specialized for the built-in guards: the generic entry point jumps to a
     // body with the guard's calls inlined. Only this synchronous read: a specialized async
@@ -107,23 +135,47 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     public func signIn(_ credentials: Credentials) async throws(SessionError) {
         let (epoch, orphans) = ending { $0.beginSignIn() }
+        // After the lifecycle moved on: a step-up that started before it is discarded here, and
+        // one that starts after it finds no session to elevate.
+        endElevation()
         resume(orphans, with: .failure(.signedOut))
         let result = await endpoint.signInResult(credentials)
         let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrentSignIn(epoch: epoch) } }
         try persisting(try? result.get(), isCurrent: isCurrent) {
-            lifecycle.withExclusiveAccess { $0.signInCompleted(epoch: epoch, result: result) }
+            changing { $0.signInCompleted(epoch: epoch, result: result) }
         }.get()
     }
 
     public func signOut() async {
         let orphans = ending { $0.signOut() }
+        endElevation()
         resume(orphans, with: .failure(.signedOut))
     }
 
     /// Ends the session through `event`; with storage, clears it with no save in between.
     private func ending<R: Sendable>(_ event: @escaping (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
-        guard let persistence else { return lifecycle.withExclusiveAccess(event) }
-        return persistence.end { lifecycle.withExclusiveAccess(event) }
+        guard let persistence else { return changing(event) }
+        return persistence.end { changing(event) }
+    }
+
+    /// Runs `event` on the lifecycle, then publishes the state it left (``StateBroadcaster``
+    /// drops it if a later one was published first).
+    private func changing<R: Sendable>(_ event: (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
+        let (result, observed) = lifecycle.withExclusiveAccess { lifecycle in
+            let result = event(&lifecycle)
+            return (result, lifecycle.observed)
+        }
+        states.publish(observed.state, version: observed.version)
+        return result
+    }
+
+    /// Drops every API object's elevated token and fails their prompts' waiters.
+    private func endElevation() {
+        let coordinators = elevations.withLock { elevations in
+            elevations.removeAll { $0.coordinator == nil }
+            return elevations.compactMap(\.coordinator)
+        }
+        for coordinator in coordinators { coordinator.end() }
     }
 
     /// Runs `publish`, which hands `grant`'s token out, with the save of `grant` before it while
@@ -154,7 +206,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
             await withCheckedContinuation { (waiter: TokenWaiter) in
                 // Task.isCancelled is read under the guard: a cancellation handler that ran
                 // before the waiter was parked found nothing to cancel, and this sees the flag.
-                let action = lifecycle.withExclusiveAccess {
+                let action = changing {
                     event(&$0, waiter, id, clock.now(), Task.isCancelled)
                 }
                 perform(action)
@@ -193,13 +245,13 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
                     return await refresh(request, presenting: stored.refreshToken)
                 }
                 // Another holder refreshed while this one waited its turn: its grant is the answer.
-                let (waiters, outcome) = lifecycle.withExclusiveAccess {
+                let (waiters, outcome) = changing {
                     $0.refreshCompleted(request, result: .success(stored), now: clock.now())
                 }
                 resume(waiters, with: outcome)
             case .empty:
                 // Another holder signed out: the shared session is over here too.
-                resume(lifecycle.withExclusiveAccess { $0.endedElsewhere(request) }, with: .failure(.signedOut))
+                resume(changing { $0.endedElsewhere(request) }, with: .failure(.signedOut))
             case .session, .unreadable:
                 await refresh(request, presenting: request.refreshToken)
             }
@@ -213,7 +265,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         let result = await endpoint.refreshResult(refreshToken)
         let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrent(request) } }
         persisting(try? result.get(), isCurrent: isCurrent) {
-            let (waiters, outcome) = lifecycle.withExclusiveAccess {
+            let (waiters, outcome) = changing {
                 $0.refreshCompleted(request, result: result, now: clock.now())
             }
             resume(waiters, with: outcome)
@@ -222,5 +274,20 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     private func resume(_ waiters: [TokenWaiter], with outcome: Result<AccessToken, SessionError>) {
         for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+extension LockedSessionStore: ObservableSessionStore, StepUpSessionStore {
+    public func sessionStates() -> AsyncStream<SessionState> { states.subscribe() }
+
+    public func makeClient() -> any SessionClient {
+        switch elevationMode {
+        case .shared:
+            return ProxyClient(store: self, elevation: sharedElevation)
+        case .perClient:
+            let own = ElevationCoordinator(configuration: configuration)
+            elevations.withLock { $0.append(WeakElevation(coordinator: own)) }
+            return ProxyClient(store: self, elevation: own)
+        }
     }
 }

@@ -6,29 +6,35 @@ public enum StoreCatalog {
     public static let all: [StoreDescriptor] = [
         StoreDescriptor(
             name: "lock-free-read", summary: "per-thread token copy checked by one atomic load; Mutex for writes",
-            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { LockFreeReadStore(configuration: $0) },
         StoreDescriptor(
             name: "mutex", summary: "Synchronization.Mutex around the shared lifecycle", offersSynchronousRead: true,
-            persistsSession: true, sharesStorage: true
+            persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { MutexStore(configuration: $0) },
         StoreDescriptor(
             name: "nslock", summary: "Foundation NSLock around the shared lifecycle", offersSynchronousRead: true,
-            persistsSession: true, sharesStorage: true
+            persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { NSLockStore(configuration: $0) },
-        StoreDescriptor(name: "actor-task", summary: "actor sharing one in-flight refresh Task") {
-            ActorTaskStore(configuration: $0)
-        },
+        StoreDescriptor(
+            name: "actor-task", summary: "actor sharing one in-flight refresh Task", offersStepUp: true,
+            offersStateStream: true
+        ) { ActorTaskStore(configuration: $0) },
         StoreDescriptor(name: "main-actor", summary: "@MainActor class around the shared lifecycle") {
             MainActorStore(configuration: $0)
         },
         StoreDescriptor(
             name: "barrier-queue", summary: "concurrent DispatchQueue, sync reads, barrier writes",
-            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { BarrierQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "serial-queue", summary: "serial DispatchQueue.sync around the shared lifecycle",
-            offersSynchronousRead: true, persistsSession: true, sharesStorage: true
+            offersSynchronousRead: true, persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { SerialQueueStore(configuration: $0) },
         StoreDescriptor(
             name: "actor-naive", summary: "seed ADR actor as written: check, await refresh, set",
@@ -47,8 +53,19 @@ public enum StoreCatalog {
         StoreDescriptor(
             name: "shared-process-lock",
             summary: "mutex store whose refreshes over shared storage take one lock per process, none across processes",
-            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true, sharesStorage: true
+            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true, sharesStorage: true, offersStepUp: true,
+            offersStateStream: true
         ) { MutexStore(configuration: $0, persistOrder: .beforePublish, turns: .processOnly) },
+        StoreDescriptor(
+            name: "step-up-per-client",
+            summary: "mutex store whose API objects each keep their own step-up, so each one prompts",
+            isReferenceBroken: true, offersSynchronousRead: true, offersStepUp: true
+        ) { MutexStore(configuration: $0, persistOrder: .beforePublish, elevation: .perClient) },
+        StoreDescriptor(
+            name: "actor-single-stream",
+            summary: "actor-task with the seed ADR's state stream: one continuation, replaced by each subscriber",
+            isReferenceBroken: true, offersStateStream: true
+        ) { ActorTaskStore(configuration: $0, stateStream: .singleContinuation) },
     ]
 
     /// The stores meant to be correct: what "all stores" means unless broken ones are asked for.

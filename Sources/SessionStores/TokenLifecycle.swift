@@ -110,6 +110,19 @@ public struct TokenLifecycle<Waiter> {
         return current.refreshToken == grant.refreshToken
     }
 
+    /// The state as observers see it, with the version it has: published after each event so
+    /// that ``SessionState`` subscribers see changes in order (``StateBroadcaster``).
+    public var observed: (state: SessionState, version: UInt64) {
+        let observed: SessionState =
+            switch state {
+            case .signedOut, .signingIn: .signedOut
+            case .revoked: .revoked
+            case .active(let grant, nil): .signedIn(generation: grant.accessToken.generation)
+            case .active(let grant, _): .refreshing(generation: grant.accessToken.generation)
+            }
+        return (observed, version)
+    }
+
     /// Number of callers waiting on the current refresh.
     public var waiterCount: Int {
         if case .active(_, let refresh?) = state { return refresh.waiters.count }

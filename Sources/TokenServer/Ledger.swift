@@ -6,6 +6,8 @@ public struct LedgerEntry: Sendable, Hashable {
     public enum Call: String, Sendable, Hashable {
         case signIn
         case refresh
+        /// A step-up: an access token and a proof of presence exchanged for an elevated token.
+        case elevate
     }
 
     public enum Outcome: String, Sendable, Hashable {
@@ -122,6 +124,9 @@ public struct Ledger: Sendable {
 
     /// Refresh calls received, whatever their outcome.
     public var refreshCalls: Int { entries.count { $0.call == .refresh } }
+
+    /// Elevation calls received, whatever their outcome.
+    public var elevateCalls: Int { entries.count { $0.call == .elevate } }
 
     /// Sign-in calls received.
     public var signInCalls: Int { entries.count { $0.call == .signIn } }

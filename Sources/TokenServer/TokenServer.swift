@@ -22,7 +22,7 @@ import Synchronization
 ///
 /// Generations come from one counter for the whole server, so they are strictly increasing
 /// within a family and never repeat across families.
-public final class TokenServer: TokenEndpoint {
+public final class TokenServer: StepUpEndpoint {
     public struct Configuration: Sendable {
         /// How long an access token lives.
         public var tokenLifetime: Duration
@@ -34,11 +34,15 @@ public final class TokenServer: TokenEndpoint {
         public var faults: FaultModel
         /// Seeds latency and fault draws and token bytes.
         public var seed: UInt64
+        /// How long an elevated token lives (shorter than an access token, as step-up grants are).
+        public var stepUpLifetime: Duration
 
         public init(
             tokenLifetime: Duration = .seconds(3600), tokenSize: Int = 900, reuseGraceWindow: Duration = .zero,
-            latency: LatencyModel = .none, faults: FaultModel = .none, seed: UInt64 = 1
+            latency: LatencyModel = .none, faults: FaultModel = .none, seed: UInt64 = 1,
+            stepUpLifetime: Duration = .seconds(300)
         ) {
+            self.stepUpLifetime = stepUpLifetime
             self.tokenLifetime = tokenLifetime
             self.tokenSize = max(tokenSize, 16)
             self.reuseGraceWindow = reuseGraceWindow
@@ -67,6 +71,10 @@ public final class TokenServer: TokenEndpoint {
         var ledger = Ledger()
         var scriptedFaults: [FaultModel.Fault?] = []
         var context = ""
+        /// Access-token generation → family, for elevation requests.
+        var familyOfGeneration: [UInt64: UInt64] = [:]
+        /// Proofs of presence not yet redeemed, by value → subject.
+        var proofs: [String: Subject] = [:]
     }
 
     public let configuration: Configuration
@@ -166,6 +174,57 @@ public final class TokenServer: TokenEndpoint {
         return try response.get()
     }
 
+    /// A proof that `subject` is present, as a user's answer to a step-up prompt makes one.
+    /// ``elevate(_:proof:)`` accepts it once.
+    public func issueProof(for subject: Subject) -> StepUpProof {
+        state.withLock(visibleTo: self) { state in
+            let value = Self.opaqueValue(prefix: "pp.", size: 32, using: &state.random)
+            state.proofs[value] = subject
+            return StepUpProof(subject: subject, value: value)
+        }
+    }
+
+    /// Sells an elevated token for a fresh access token of a live session and an unused proof
+    /// of its user's presence. Refused (`invalid_grant`) for an unknown, expired or revoked
+    /// access token, or a proof that is unknown, used or another user's.
+    public func elevate(_ accessToken: AccessToken, proof: StepUpProof) async throws(TokenEndpointError)
+        -> ElevatedToken
+    {
+        let sentAt = Self.realNanoseconds()
+        let (result, delay, index) = state.withLock(visibleTo: self) {
+            state -> (Result<ElevatedToken, TokenEndpointError>, Duration, Int) in
+            let now = clock.now()
+            let family = state.familyOfGeneration[accessToken.generation] ?? 0
+            let proofSubject = state.proofs.removeValue(forKey: proof.value)
+            var outcome = LedgerEntry.Outcome.issued
+            if family == 0 || proofSubject == nil || proofSubject != accessToken.subject {
+                outcome = .unknownToken
+            } else if state.families[family]?.isRevoked == true || !accessToken.isFresh(at: now) {
+                outcome = .familyRevoked
+            }
+            var result = Result<ElevatedToken, TokenEndpointError>.failure(.invalidGrant)
+            var issued: UInt64?
+            if outcome == .issued {
+                state.generation += 1
+                issued = state.generation
+                result = .success(
+                    ElevatedToken(
+                        value: Self.opaqueValue(prefix: "el.", size: 64, using: &state.random),
+                        subject: accessToken.subject, generation: state.generation,
+                        baseGeneration: accessToken.generation, expiresAt: now + configuration.stepUpLifetime))
+            }
+            let index = state.ledger.append(
+                at: now, call: .elevate, family: family, presentedGeneration: accessToken.generation, outcome: outcome,
+                issuedGeneration: issued, sentAt: sentAt, context: state.context)
+            return (result, configuration.latency.sample(using: &state.random), index)
+        }
+        await sleep(delay)
+        state.withLock(visibleTo: self) {
+            $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
+        }
+        return try result.get()
+    }
+
     /// Decides one refresh under the lock and records it.
     private func redeem(
         _ state: inout State, _ presented: RefreshToken, sentAt: Int64
@@ -226,6 +285,7 @@ public final class TokenServer: TokenEndpoint {
         state.generation += 1
         let generation = state.generation
         let subject = state.families[family]!.subject
+        state.familyOfGeneration[generation] = family
         let access = AccessToken(
             value: Self.opaqueValue(prefix: "eyJ", size: configuration.tokenSize, using: &state.random),
             subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)

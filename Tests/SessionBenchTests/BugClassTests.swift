@@ -44,7 +44,7 @@ struct BugClassTests {
     func caught(_ testCase: Case) async throws {
         let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
         var results: [ScenarioResult] = []
-        for scenario in ScenarioCatalog.defaults {
+        for scenario in ScenarioCatalog.defaults where scenario.applies(to: testCase.store) {
             let result = await runner.run(testCase.store, scenario)
             results.append(result)
             if result.verdict == .hung { break }  // as the command line does: nothing after it is trustworthy
@@ -67,7 +67,7 @@ struct BugClassTests {
     func everyInvariantCovered() {
         let covered = Set(
             Self.cases.compactMap(\.expected) + OracleTests.cases.map(\.invariant)
-                + CrashRestartTests.cases.map(\.expected))
+                + CrashRestartTests.cases.map(\.expected) + SessionPromiseTests.cases.map(\.expected))
         #expect(covered == Set(Invariant.allCases))
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
 // themselves to ThreadSanitizer (`withLock(visibleTo:)`), so a TSan run reports only real races.
 
 /// The state most of these stores keep: the grant, and whether the session was revoked.
-struct SessionState: Sendable {
+struct ShippedSessionState: Sendable {
     var grant: TokenGrant?
     var revoked = false
 }
@@ -50,7 +50,7 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
     let endpoint: any TokenEndpoint
     let clock: TokenClock
     let skew: Duration
-    let state = Mutex(SessionState())
+    let state = Mutex(ShippedSessionState())
 
     required init(configuration: SessionStoreConfiguration) {
         endpoint = configuration.endpoint
@@ -95,14 +95,14 @@ class HandwrittenStore: SessionStore, @unchecked Sendable {
     }
 
     func signIn(_ credentials: Credentials) async throws(SessionError) {
-        state.withLock(visibleTo: self) { $0 = SessionState() }
+        state.withLock(visibleTo: self) { $0 = ShippedSessionState() }
         switch await endpoint.signInResult(credentials) {
         case .success(let grant): state.withLock(visibleTo: self) { $0.grant = grant }
         case .failure: throw .signInFailed
         }
     }
 
-    func signOut() async { state.withLock(visibleTo: self) { $0 = SessionState() } }
+    func signOut() async { state.withLock(visibleTo: self) { $0 = ShippedSessionState() } }
 
     let grantRefresh = Mutex<Task<Result<TokenGrant, TokenEndpointError>, Never>?>(nil)
 
@@ -208,7 +208,7 @@ final class BlipLogsOutStore: HandwrittenStore, @unchecked Sendable {
             state.withLock(visibleTo: self) { if $0.grant?.refreshToken == refreshToken { $0.grant = grant } }
             return grant.accessToken
         case .failure:
-            state.withLock(visibleTo: self) { $0 = SessionState(grant: nil, revoked: true) }  // any failure logs out
+            state.withLock(visibleTo: self) { $0 = ShippedSessionState(grant: nil, revoked: true) }  // any failure logs out
             throw .refreshTokenRevoked
         }
     }
@@ -308,7 +308,7 @@ final class ResurrectingStore: HandwrittenStore, @unchecked Sendable {
 
     override func signOut() async {
         grantRefresh.withLock(visibleTo: self) { $0 = nil }
-        state.withLock(visibleTo: self) { $0 = SessionState() }
+        state.withLock(visibleTo: self) { $0 = ShippedSessionState() }
     }
 }
 

@@ -94,6 +94,16 @@ public struct ScenarioRunner: Sendable {
                     "\(scenario.name) starts session processes: run it through the session-bench command line"
             }
             result = outcome.finished()
+        case .stepUp:
+            var outcome = outcome
+            await StepUpDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+                .run(outcome: &outcome)
+            result = outcome.finished()
+        case .sessionStates:
+            var outcome = outcome
+            await SessionStatesDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
+                .run(outcome: &outcome)
+            result = outcome.finished()
         case .steadyReads:
             result = await SteadyDriver(
                 runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch

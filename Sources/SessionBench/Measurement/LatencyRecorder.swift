@@ -17,6 +17,13 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable, Co
     /// A store's save of a grant to its storage (`crash-restart`): what the backend adds to
     /// every refresh, fsync included.
     case save
+    /// `elevatedToken()` with a fresh elevated token held (`step-up`): the sensitive call's fast path.
+    case elevatedRead = "elevated-read"
+    /// `session-states` with one subscriber: from the call that changes the state to the
+    /// subscriber's receipt of the new state.
+    case observerLagOne = "observer-lag-1"
+    /// `session-states` with `tasks` subscribers: the same, for each of them.
+    case observerLagMany = "observer-lag-n"
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -18,6 +18,14 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
     case durableRotation = 15
     case signOutDurable = 16
     case sealedAtRest = 17
+    case promptSingleFlight = 18
+    case stepUpSharedNotSticky = 19
+    case elevationEndsWithSession = 20
+    case stepUpIndependent = 21
+    case clientFollowsSession = 22
+    case observersSeeFinalState = 23
+    case noSignedInAfterSignOut = 24
+    case stateOrder = 25
 
     public var name: String {
         switch self {
@@ -38,6 +46,14 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .durableRotation: "durable-rotation"
         case .signOutDurable: "sign-out-durable"
         case .sealedAtRest: "sealed-at-rest"
+        case .promptSingleFlight: "prompt-single-flight"
+        case .stepUpSharedNotSticky: "step-up-shared-not-sticky"
+        case .elevationEndsWithSession: "elevation-ends-with-session"
+        case .stepUpIndependent: "step-up-does-not-block-session"
+        case .clientFollowsSession: "client-follows-session"
+        case .observersSeeFinalState: "observers-see-final-state"
+        case .noSignedInAfterSignOut: "no-signed-in-after-sign-out"
+        case .stateOrder: "state-order"
         }
     }
 

@@ -101,9 +101,9 @@ struct OutcomeJudge {
                 summary:
                     "\(who) got 'signed out' while the session was signed in (no sign-out, no sign-in, no refusal from the server)",
                 trace: attemptsTrace(refreshes(of: call.account), during: call))
-        case .failure(.signInFailed):
+        case .failure(let error):
             return Finding(
-                invariant: .served, summary: "\(who) got 'sign-in failed' from a token request",
+                invariant: .served, summary: "\(who) got '\(error)' from a token request",
                 trace: attemptsTrace(refreshes(of: call.account), during: call))
         }
     }

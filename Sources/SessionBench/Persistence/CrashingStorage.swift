@@ -111,9 +111,11 @@ final class CrashingStorage: TokenStorage {
 
 /// Sleeps the calling thread (not a task: the store is inside a synchronous storage call).
 func sleepThread(milliseconds: Int) {
-    var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-    var remaining = timespec()
-    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
+    // usleep may return early on a signal: sleep again until the deadline.
+    let deadline = ContinuousClock.now + .milliseconds(milliseconds)
+    while ContinuousClock.now < deadline {
+        usleep(UInt32(max(1, (deadline - ContinuousClock.now).nanosecondsClamped / 1000)))
+    }
 }
 
 /// Shares the wrapped storage's turns, when it has them: the store sees the backend as the

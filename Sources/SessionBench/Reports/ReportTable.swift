@@ -250,6 +250,14 @@ public enum ScenarioText {
             what =
                 "2 processes × 2 store instances share one saved session; alternate 401 storms and expiries "
                 + "(one run per backend; name:backend picks one)"
+        case .stepUp:
+            what =
+                "clinical-request bursts through API objects kept across users: step-up prompts held open, "
+                + "denied, dismissed, expired; sign-out during a prompt"
+        case .sessionStates:
+            what =
+                "1, then \(scenario.tasks), subscribers to the store's state through sign-in, refresh, "
+                + "sign-out racing a refresh, user switch, revocation"
         }
         let size =
             scenario.isRoundBased

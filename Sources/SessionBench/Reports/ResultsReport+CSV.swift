@@ -90,6 +90,17 @@ extension ResultsReport {
         ("plaintext_at_rest", { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
         ("file_mode", { $0.result.persistence?.fileMode ?? "" }),
         ("storage_calls_during_reads", { $0.persisted(\.storageCallsDuringReads) }),
+        // step-up and session-states; empty elsewhere.
+        ("prompts", { $0.result.stepUp.map { "\($0.prompts)" } ?? "" }),
+        ("prompts_per_burst", { optional($0.result.stepUp?.promptsPerBurst, 2) }),
+        ("elevate_calls", { $0.result.stepUp.map { "\($0.elevateCalls)" } ?? "" }),
+        ("observers", { row in
+            switch row.latency?.kind {
+            case .observerLagOne?: "1"
+            case .observerLagMany?: row.result.observers.map { "\($0)" } ?? ""
+            default: ""
+            }
+        }),
     ]
 
     /// The fixed CSV header.

@@ -73,6 +73,10 @@ public struct ScenarioResult: Sendable, Codable {
     public var syncRead: SyncReadFigures?
     /// Scenarios over storage: restarts, losses by cause, what is left on disk.
     public var persistence: PersistenceFigures?
+    /// `step-up`: prompts the user saw, and per burst of `tasks` concurrent clinical requests.
+    public var stepUp: StepUpFigures?
+    /// `session-states`: the most subscribers observed at once (the lag rows are per subscriber).
+    public var observers: Int?
     /// The CPUs the measuring process could run on (`0-1`, `0`): pinned with `--cpus`, or all
     /// the system allowed. `nil` if the system does not say.
     public var cpus: String?
@@ -162,6 +166,8 @@ public struct ScenarioResult: Sendable, Codable {
             case .rejectionStorm: [.rejection, .refreshWait, .read]
             case .crashRestart: [.save]
             case .sharedStorage: [.rejection, .refreshWait, .save]
+            case .stepUp: [.elevatedRead]
+            case .sessionStates: [.observerLagMany, .observerLagOne]
             default: [.refreshWait, .rejection, .read]
             }
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
@@ -184,4 +190,21 @@ public struct ThroughputSpread: Sendable, Codable, Hashable {
         median = sorted[sorted.count / 2]
         maximum = last
     }
+}
+
+/// What the `step-up` scenario counts. Holds no token and no user id.
+public struct StepUpFigures: Sendable, Codable, Hashable {
+    /// Prompts the user saw over the run.
+    public var prompts = 0
+    /// Bursts of `tasks` concurrent clinical requests that needed a step-up (no fresh elevated
+    /// token), and the prompts those bursts caused.
+    public var bursts = 0
+    public var burstPrompts = 0
+    /// Elevation calls the server received.
+    public var elevateCalls = 0
+
+    public init() {}
+
+    /// Prompts per burst of concurrent clinical requests: 1 for a store that prompts once.
+    public var promptsPerBurst: Double? { bursts > 0 ? Double(burstPrompts) / Double(bursts) : nil }
 }

@@ -31,6 +31,13 @@ public struct Scenario: Sendable, Hashable, Codable {
         /// Rounds of 401 storms and expiries over one saved session that two session processes,
         /// with two store instances each, share through one storage.
         case sharedStorage = "shared-storage"
+        /// Rounds of clinical-request bursts through API objects made before sign-in: step-up
+        /// prompts (held open, approved, denied, dismissed), expiry of the elevated token, sign-out
+        /// with a prompt open, and user switches.
+        case stepUp = "step-up"
+        /// Subscribers to the store's state (1, then `tasks` of them) through sign-ins, refreshes,
+        /// a sign-out racing a refresh, user switches and a revocation.
+        case sessionStates = "session-states"
     }
 
     public var name: String
@@ -98,6 +105,8 @@ public struct Scenario: Sendable, Hashable, Codable {
     /// Whether `store` runs this scenario: one over storage needs a store that persists its
     /// session, and one that shares the storage needs a store that coordinates through it.
     public func applies(to store: StoreDescriptor) -> Bool {
+        if kind == .stepUp { return store.offersStepUp }
+        if kind == .sessionStates { return store.offersStateStream }
         if sharesStorage { return store.sharesStorage }
         return !needsStorage || store.persistsSession
     }
@@ -182,6 +191,8 @@ public enum ScenarioCatalog {
             name: "crash-restart-grace", kind: .crashRestart, tasks: 16, rounds: 16, reuseGraceWindow: .seconds(30)),
         Scenario(
             name: "shared-storage", kind: .sharedStorage, tasks: 8, rounds: 16, latency: .fixed(.milliseconds(2))),
+        Scenario(name: "step-up", kind: .stepUp, tasks: 100, rounds: 6),
+        Scenario(name: "session-states", kind: .sessionStates, tasks: 100, rounds: 3),
     ]
 
     /// What `compare` runs when no scenario is named: every preset but the 100,000-caller

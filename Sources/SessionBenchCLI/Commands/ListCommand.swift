@@ -16,6 +16,7 @@ struct List: ParsableCommand {
             let marks = [
                 store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
                 store.persistsSession ? "storage" : nil, store.sharesStorage ? "shared storage" : nil,
+                store.offersStepUp ? "step-up" : nil, store.offersStateStream ? "state stream" : nil,
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"

@@ -1,0 +1,305 @@
+import SessionContract
+import SessionSync
+import Synchronization
+import TokenServer
+
+/// Runs `session-states`: subscribers to a store's state, one and then `tasks` of them, through
+/// the events a UI must follow. Each round: a sign-in, an expiry (a read refreshes), a 401 (a
+/// refresh), a sign-out while a refresh is held in flight at the server (released after the
+/// sign-out returned: the store must discard it), a sign-in and a user switch, a revocation by
+/// the server (a 401 refresh is refused), and at the end a sign-out.
+///
+/// After each event every subscriber's latest state must become the store's (signed in with the
+/// new generation, signed out, revoked) within a deadline; the time from the call that made the
+/// change to each subscriber's receipt of it is the observer lag. Over each subscriber's whole
+/// sequence: nothing of a session after the `signedOut` that ended it, nothing of a refresh that
+/// a sign-out discarded, and sessions and generations never going back.
+struct SessionStatesDriver {
+    let runner: ScenarioRunner
+    let descriptor: StoreDescriptor
+    let scenario: Scenario
+    let oracle: Oracle
+
+    /// How long a subscriber may take to see a change before it counts as never seeing it.
+    static let deadline = Duration.seconds(2)
+
+    /// What one subscriber received, with when (real nanoseconds).
+    final class Log: Sendable {
+        let received = Mutex<[(state: SessionState, at: Int64)]>([])
+        var last: SessionState? { received.withLock { $0.last?.state } }
+        var all: [(state: SessionState, at: Int64)] { received.withLock { $0 } }
+    }
+
+    func run(outcome: inout DriverOutcome) async {
+        let started = ContinuousClock.now
+        var refreshCalls = 0
+        for (count, kind) in [(1, OperationKind.observerLagOne), (scenario.tasks, .observerLagMany)] {
+            guard let calls = await phase(observers: count, lag: kind, outcome: &outcome) else { break }
+            refreshCalls += calls
+        }
+        outcome.observers = scenario.tasks
+        outcome.refreshCalls = refreshCalls
+        outcome.seconds = (ContinuousClock.now - started).secondsValue
+    }
+
+    /// One store, `observers` subscribers, every round; the server's refresh calls, or `nil` when
+    /// the store hung.
+    func phase(observers: Int, lag: OperationKind, outcome: inout DriverOutcome) async -> Int? {
+        let time = ManualTime()
+        let server = TokenServer(
+            configuration: .init(tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, seed: scenario.seed),
+            clock: .manual(time))
+        let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
+        let configuration = SessionStoreConfiguration(endpoint: server, clock: .manual(time), refreshSkew: skew)
+        guard let store = descriptor.make(configuration) as? any ObservableSessionStore else {
+            outcome.failure = "\(descriptor.name) does not implement ObservableSessionStore: it cannot run session-states"
+            return nil
+        }
+        let logs = (0..<observers).map { _ in Log() }
+        let subscribed = CompletionLatch<Void>(expected: observers)
+        let readers = logs.map { log in
+            Task {
+                let states = store.sessionStates()
+                subscribed.finish(())
+                for await state in states {
+                    log.received.withLock { $0.append((state, TokenServer.realNanoseconds())) }
+                }
+            }
+        }
+        defer { for reader in readers { reader.cancel() } }
+        guard await subscribed.wait(until: .now + runner.hangTimeout) != nil else {
+            outcome.failure = "the subscribers' sessionStates() calls did not return"
+            return nil
+        }
+        var run = StatesRun(
+            observers: observers, lag: lag, oracle: oracle, runner: runner, time: time, server: server, store: store,
+            logs: logs, lifetime: scenario.tokenLifetime)
+        for round in 0..<scenario.rounds {
+            guard await run.play(round: round, last: round == scenario.rounds - 1, outcome: &outcome) else {
+                return nil
+            }
+        }
+        run.checkSequences()
+        return server.ledger.refreshCalls
+    }
+}
+
+/// One phase of `session-states`: the events, and the checks on what subscribers saw.
+struct StatesRun {
+    let observers: Int
+    let lag: OperationKind
+    let oracle: Oracle
+    let runner: ScenarioRunner
+    let time: ManualTime
+    let server: TokenServer
+    let store: any ObservableSessionStore
+    let logs: [SessionStatesDriver.Log]
+    let lifetime: Duration
+    let subjects = [Subject("observed-user-a@example.test"), Subject("observed-user-b@example.test")]
+    /// Generations issued by refreshes that a sign-out discarded: no subscriber may be told of them.
+    var discarded: Set<UInt64> = []
+    var current: AccessToken?
+    /// Subscribers that already missed a change: reported once, and not waited for again.
+    var lost: Set<Int> = []
+
+    enum Change: Sendable {
+        case token(Result<AccessToken, SessionError>)
+        case done
+    }
+
+    mutating func play(round: Int, last: Bool, outcome: inout DriverOutcome) async -> Bool {
+        let store = self.store, time = self.time, lifetime = self.lifetime
+        let first = subjects[round % 2], other = subjects[(round + 1) % 2]
+        // Sign-in, expiry, 401.
+        guard await signIn(first, event: "round \(round): sign-in", outcome: &outcome),
+            await change("round \(round): expiry", outcome: &outcome, { () async -> Change in
+                .token(await Self.result { () async throws(SessionError) in try await store.validToken() })
+            }, before: { time.advance(by: lifetime) }),
+            await rejection("round \(round): 401", outcome: &outcome)
+        else { return false }
+        // Sign-out while a refresh is in flight; the refresh lands after it.
+        guard await signOutRacingRefresh(round: round, outcome: &outcome) else { return false }
+        // Sign-in, then another user's sign-in with no sign-out between.
+        guard await signIn(other, event: "round \(round): sign-in after sign-out", outcome: &outcome),
+            await signIn(first, event: "round \(round): user switch", outcome: &outcome)
+        else { return false }
+        // The server revokes the session; a 401 finds out.
+        server.revokeSessions(of: first)
+        guard let token = current else { return false }
+        guard await change("round \(round): revocation", outcome: &outcome, { () async -> Change in
+            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(token) })
+        }) else { return false }
+        if last {
+            return await change("round \(round): sign-out", outcome: &outcome, { () async -> Change in
+                await store.signOut()
+                return .done
+            })
+        }
+        return true
+    }
+
+    mutating func signIn(_ subject: Subject, event: String, outcome: inout DriverOutcome) async -> Bool {
+        let store = self.store
+        return await change(event, outcome: &outcome) { () async -> Change in
+            .token(await Self.result { () async throws(SessionError) in
+                try await store.signIn(Credentials(subject: subject))
+                return try await store.validToken()
+            })
+        }
+    }
+
+    mutating func rejection(_ event: String, outcome: inout DriverOutcome) async -> Bool {
+        guard let token = current else { return false }
+        let store = self.store
+        return await change(event, outcome: &outcome) { () async -> Change in
+            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(token) })
+        }
+    }
+
+    mutating func signOutRacingRefresh(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        let event = "round \(round): sign-out during a refresh"
+        server.setContext(event)
+        server.gate.hold()
+        time.advance(by: lifetime)
+        let store = self.store
+        let reader = Task { await Self.result { () async throws(SessionError) in try await store.validToken() } }
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        while server.gate.waitingCount == 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        guard await change(event, outcome: &outcome, { () async -> Change in
+            await store.signOut()
+            return .done
+        }) else {
+            server.gate.release()
+            return false
+        }
+        let refreshesBefore = server.ledger.entries.count
+        server.setContext("\(event): the refresh lands")
+        server.gate.release()
+        _ = await reader.value
+        try? await Task.sleep(for: .milliseconds(5))
+        for entry in server.ledger.entries.prefix(refreshesBefore) where entry.context == event {
+            if let generation = entry.issuedGeneration { discarded.insert(generation) }
+        }
+        // Still signed out, for every subscriber, once the discarded refresh has landed.
+        await waitUntil(.signedOut, event: "\(event), after the refresh landed")
+        return true
+    }
+
+    /// Runs `body` (the call that changes the state), then waits until every subscriber's latest
+    /// state is the store's new one, timing each subscriber's lag from the call's start.
+    mutating func change(
+        _ event: String, outcome: inout DriverOutcome, _ body: @escaping @Sendable () async -> Change,
+        before: () -> Void = {}
+    ) async -> Bool {
+        server.setContext(event)
+        before()
+        let latch = CompletionLatch<Change>(expected: 1)
+        let start = TokenServer.realNanoseconds()
+        Task {
+            latch.enter()
+            latch.finish(await body())
+        }
+        guard let change = await latch.wait(until: .now + runner.hangTimeout)?.first else {
+            outcome.hang = .init(
+                stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
+                phase: event, detail: "the store's call never returned")
+            return false
+        }
+        let expected: SessionState
+        switch change {
+        case .done:
+            expected = .signedOut
+        case .token(.success(let token)):
+            current = token
+            expected = .signedIn(generation: token.generation)
+        case .token(.failure(.refreshTokenRevoked)):
+            expected = .revoked
+        case .token(.failure(let error)):
+            outcome.failure = "\(event): the store's call failed with '\(error)'"
+            return false
+        }
+        outcome.operations += 1
+        let seen = await waitUntil(expected, event: event)
+        for case (_, let at?) in seen { outcome.latencies.record(lag, nanoseconds: max(0, at - start)) }
+        return true
+    }
+
+    /// Waits until every subscriber's latest state is `expected`; reports those that never got
+    /// there. Returns, per subscriber, when it first received `expected` in this wait.
+    @discardableResult
+    mutating func waitUntil(_ expected: SessionState, event: String) async -> [(Int, Int64?)] {
+        let deadline = ContinuousClock.now + SessionStatesDriver.deadline
+        let watched = logs.indices.filter { !lost.contains($0) }
+        while ContinuousClock.now < deadline, !watched.allSatisfy({ logs[$0].last == expected }) {
+            try? await Task.sleep(for: .microseconds(200))
+        }
+        let behind = watched.filter { logs[$0].last != expected }
+        lost.formUnion(behind)
+        if let first = behind.first {
+            oracle.report(
+                .observersSeeFinalState,
+                "\(behind.count) of \(observers) subscriber(s) never saw '\(expected)' after \(event)",
+                trace: ["subscriber \(first)'s latest state: \(logs[first].last.map { "\($0)" } ?? "nothing received")"])
+        }
+        return watched.map { index in
+            let received = logs[index].all
+            // The receipt that made it current: the last run of `expected` at the end of the log.
+            var at: Int64?
+            for entry in received.reversed() {
+                guard entry.state == expected else { break }
+                at = entry.at
+            }
+            return (index, at)
+        }
+    }
+
+    /// Over each subscriber's whole sequence: no state of a session after the `signedOut` that
+    /// followed it, nothing of a discarded refresh, sessions and generations never going back.
+    func checkSequences() {
+        let entries = server.ledger.entries
+        var familyOf: [UInt64: UInt64] = [:]
+        for entry in entries { if let generation = entry.issuedGeneration { familyOf[generation] = entry.family } }
+        for (index, log) in logs.enumerated() {
+            var seen: Set<UInt64> = []
+            var dead: Set<UInt64> = []
+            var latest: (family: UInt64, generation: UInt64)?
+            var previous: SessionState?
+            for (state, _) in log.all {
+                defer { previous = state }
+                if state == .signedOut {
+                    dead.formUnion(seen)
+                    continue
+                }
+                guard let generation = state.generation else { continue }
+                let family = familyOf[generation] ?? 0
+                if discarded.contains(generation) {
+                    oracle.report(
+                        .noSignedInAfterSignOut,
+                        "a subscriber was told of a refresh that a sign-out had discarded",
+                        trace: ["subscriber \(index): '\(state)' (family \(family)), after '\(previous.map { "\($0)" } ?? "nothing")'"])
+                } else if dead.contains(family) {
+                    oracle.report(
+                        .noSignedInAfterSignOut,
+                        "a subscriber saw a session's state after the 'signed out' that ended it",
+                        trace: ["subscriber \(index): '\(state)' of family \(family) after 'signed out'"])
+                }
+                if let latest, family < latest.family || (family == latest.family && generation < latest.generation) {
+                    oracle.report(
+                        .stateOrder,
+                        "a subscriber saw states out of order: generation \(generation) (family \(family)) after generation \(latest.generation) (family \(latest.family))",
+                        trace: ["subscriber \(index): '\(state)' after '\(previous.map { "\($0)" } ?? "nothing")'"])
+                }
+                if latest == nil || family > latest!.family || (family == latest!.family && generation > latest!.generation) {
+                    latest = (family, generation)
+                }
+                seen.insert(family)
+            }
+        }
+    }
+
+    static func result(_ body: () async throws(SessionError) -> AccessToken) async -> Result<AccessToken, SessionError> {
+        do throws(SessionError) { return .success(try await body()) } catch { return .failure(error) }
+    }
+}

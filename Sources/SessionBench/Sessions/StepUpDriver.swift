@@ -1,0 +1,506 @@
+import SessionContract
+import SessionSync
+import TokenServer
+
+/// Runs `step-up`: seed 000's clinical records through seed 001's API objects.
+///
+/// Four API objects are made before anyone signs in, as the seeds' `CurrentAccessibleProxy`
+/// makes them, and kept for the whole run; before sign-in their calls must fail with
+/// `signedOut`. Each round signs a user in (every other round the other user, with no sign-out
+/// between: a user switch), checks that the kept API objects now serve that user, then sends
+/// bursts of concurrent clinical requests, half through the kept objects and half through API
+/// objects made on demand:
+/// - a burst of `tasks` requests with no elevated token: the user's prompt is held open while
+///   the crowd piles in, and meanwhile an ordinary read and a 401 (a base refresh) must complete;
+///   then the user answers — approves, or, in two seeded rounds, denies or dismisses, after which
+///   one more request must prompt again;
+/// - a burst while the elevated token is fresh: no prompt;
+/// - a burst after the elevated token expired: one prompt.
+/// Every other round ends with a sign-out while a prompt is open; the user approves after it.
+/// The prompt's waiters must get `signedOut`, the late approval must buy nothing, and no server
+/// call may be made for the ended session afterwards.
+struct StepUpDriver {
+    let runner: ScenarioRunner
+    let descriptor: StoreDescriptor
+    let scenario: Scenario
+    let oracle: Oracle
+
+    /// API objects made before sign-in and kept throughout.
+    static let keptClients = 4
+
+    func run(outcome: inout DriverOutcome) async {
+        let time = ManualTime()
+        let stepUpLifetime = scenario.tokenLifetime / 5
+        let server = TokenServer(
+            configuration: .init(
+                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, seed: scenario.seed,
+                stepUpLifetime: stepUpLifetime),
+            clock: .manual(time))
+        let user = SimulatedUser(server: server)
+        let skew = min(Duration.seconds(1), stepUpLifetime / 4)
+        let configuration = SessionStoreConfiguration(
+            endpoint: server, clock: .manual(time), refreshSkew: skew, authenticator: user)
+        guard let store = descriptor.make(configuration) as? any StepUpSessionStore else {
+            outcome.failure = "\(descriptor.name) does not implement StepUpSessionStore: it cannot run step-up"
+            return
+        }
+        var session = StepUpSession(
+            runner: runner, scenario: scenario, oracle: oracle, time: time, server: server, user: user, store: store,
+            stepUpLifetime: stepUpLifetime)
+        let started = ContinuousClock.now
+        await session.play(outcome: &outcome)
+        outcome.seconds = (ContinuousClock.now - started).secondsValue
+        outcome.refreshCalls = server.ledger.refreshCalls
+        outcome.stepUp?.prompts = user.prompts.count
+        outcome.stepUp?.elevateCalls = server.ledger.elevateCalls
+        session.checkEndedSessions()
+    }
+}
+
+/// One run of `step-up`: the driver's state and its checks.
+struct StepUpSession {
+    let runner: ScenarioRunner
+    let scenario: Scenario
+    let oracle: Oracle
+    let time: ManualTime
+    let server: TokenServer
+    let user: SimulatedUser
+    let store: any StepUpSessionStore
+    let stepUpLifetime: Duration
+    let clients: [any SessionClient]
+    let subjects = [Subject("clinic-user-a@example.test"), Subject("clinic-user-b@example.test")]
+    /// How each round's first prompt is answered: two rounds deny and dismiss, drawn from the seed.
+    let answers: [SimulatedUser.Prompt.Answer]
+    var subject = 0
+    var family: UInt64 = 0
+    /// Sessions the driver ended, and when their sign-out returned (real nanoseconds).
+    var ended: [(family: UInt64, at: Int64, round: Int)] = []
+
+    init(
+        runner: ScenarioRunner, scenario: Scenario, oracle: Oracle, time: ManualTime, server: TokenServer,
+        user: SimulatedUser, store: any StepUpSessionStore, stepUpLifetime: Duration
+    ) {
+        self.runner = runner
+        self.scenario = scenario
+        self.oracle = oracle
+        self.time = time
+        self.server = server
+        self.user = user
+        self.store = store
+        self.stepUpLifetime = stepUpLifetime
+        clients = (0..<StepUpDriver.keptClients).map { _ in store.makeClient() }
+        var random = SeededRandom(seed: scenario.seed ^ 0x57E9)
+        var answers = Array(repeating: SimulatedUser.Prompt.Answer.approved, count: scenario.rounds)
+        if scenario.rounds >= 3 {
+            let denied = 1 + Int(random.next() % UInt64(scenario.rounds - 1))
+            var dismissed = 1 + Int(random.next() % UInt64(scenario.rounds - 1))
+            if dismissed == denied { dismissed = denied == scenario.rounds - 1 ? 1 : denied + 1 }
+            answers[denied] = .denied
+            answers[dismissed] = .dismissed
+        }
+        self.answers = answers
+    }
+
+    enum Call: Sendable {
+        case elevated(Result<ElevatedToken, SessionError>)
+        case base(Result<AccessToken, SessionError>)
+    }
+
+    mutating func play(outcome: inout DriverOutcome) async {
+        outcome.stepUp = StepUpFigures()
+        setContext("before sign-in")
+        guard await checkClientsSignedOut(when: "before any sign-in", outcome: &outcome) else { return }
+        for round in 0..<scenario.rounds {
+            guard await play(round: round, outcome: &outcome) else { return }
+        }
+    }
+
+    func setContext(_ context: String) {
+        server.setContext(context)
+        user.setContext(context)
+    }
+
+    // MARK: One round
+
+    mutating func play(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        subject = round % 2
+        setContext("round \(round): sign-in")
+        let credentials = Credentials(subject: subjects[subject])
+        let store = self.store
+        guard let signedIn = await watched("round \(round): sign-in", outcome: &outcome, { () async -> Result<Void, SessionError> in
+            do throws(SessionError) { try await store.signIn(credentials) } catch { return .failure(error) }
+            return .success(())
+        }) else { return false }
+        guard case .success = signedIn else {
+            outcome.failure = "round \(round): sign-in failed"
+            return false
+        }
+        outcome.operations += 1
+        family = server.ledger.entries.last { $0.call == .signIn }?.family ?? 0
+        guard await checkClientsServe(round: round, outcome: &outcome) else { return false }
+
+        // A burst with no elevated token: one prompt, held open; the session goes on meanwhile.
+        guard await burst(round: round, label: "clinical burst", requests: scenario.tasks, answer: answers[round],
+            independence: true, counted: true, outcome: &outcome) else { return false }
+        if answers[round] != .approved {
+            guard await burst(round: round, label: "request after the \(answers[round].rawValue) prompt", requests: 1,
+                answer: .approved, independence: false, counted: false, outcome: &outcome) else { return false }
+        }
+        // A burst while the elevated token is fresh: no prompt.
+        guard await cachedBurst(round: round, outcome: &outcome) else { return false }
+        // The elevated token expires: one prompt again.
+        time.advance(by: stepUpLifetime)
+        guard await burst(round: round, label: "burst after the elevated token expired", requests: max(1, scenario.tasks / 2),
+            answer: .approved, independence: false, counted: false, outcome: &outcome) else { return false }
+        if round % 2 == 0 || round == scenario.rounds - 1 {
+            return await signOutDuringPrompt(round: round, outcome: &outcome)
+        }
+        return true  // the next round's sign-in switches users with this one's elevated token held
+    }
+
+    // MARK: Bursts
+
+    /// `requests` concurrent clinical requests with no fresh elevated token, the prompt held open
+    /// until they have all arrived, then answered with `answer`.
+    mutating func burst(
+        round: Int, label: String, requests: Int, answer: SimulatedUser.Prompt.Answer, independence: Bool,
+        counted: Bool, outcome: inout DriverOutcome
+    ) async -> Bool {
+        let phase = "round \(round): \(label)"
+        setContext(phase)
+        let before = user.prompts.count
+        user.script(answer == .approved ? [] : [answer])
+        user.gate.hold()
+        let latch = launch(requests)
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        // Until the prompt is up (or every request is back without one), then let the crowd settle.
+        while user.prompts.count == before, latch.finishedCount < requests, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        _ = await latch.waitForEntry(until: deadline)
+        try? await Task.sleep(for: .milliseconds(5))
+        if independence, user.prompts.count > before, user.gate.waitingCount > 0 {
+            await checkIndependence(phase: phase, outcome: &outcome)
+        }
+        user.gate.release()
+        guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
+        let prompts = user.prompts.count - before
+        if counted {
+            outcome.stepUp?.bursts += 1
+            outcome.stepUp?.burstPrompts += prompts
+        }
+        let results = calls.compactMap { if case .elevated(let result) = $0 { result } else { nil } }
+        outcome.operations += UInt64(results.count { (try? $0.get()) != nil })
+        outcome.failedCalls += UInt64(results.count { (try? $0.get()) == nil })
+        if prompts > 1 {
+            oracle.report(
+                .promptSingleFlight, "\(prompts) prompts for \(requests) concurrent clinical requests (\(phase))",
+                trace: promptTrace(since: before))
+        }
+        judge(results, prompts: prompts, answer: answer, phase: phase)
+        return true
+    }
+
+    /// What the crowd of one burst got, against what its prompt's answer should give everyone.
+    func judge(
+        _ results: [Result<ElevatedToken, SessionError>], prompts: Int, answer: SimulatedUser.Prompt.Answer,
+        phase: String
+    ) {
+        let distinct = Set(results.map { $0.map(\.generation) })
+        if prompts == 1, distinct.count > 1 {
+            oracle.report(
+                .stepUpSharedNotSticky,
+                "the \(results.count) waiters of one prompt got \(distinct.count) different outcomes (\(phase))",
+                trace: distinct.prefix(4).map { Self.describe($0) })
+        }
+        let expected: SessionError? =
+            switch answer {
+            case .approved: nil
+            case .denied: .stepUpDenied
+            case .dismissed: .stepUpDismissed
+            }
+        for result in results {
+            switch result {
+            case .success(let elevated):
+                if let expected, prompts == 1 {
+                    oracle.report(
+                        .stepUpSharedNotSticky,
+                        "a waiter of a \(expected == .stepUpDenied ? "denied" : "dismissed") prompt got an elevated token (\(phase))")
+                }
+                checkElevated(elevated, phase: phase)
+            case .failure(let error) where error == expected && prompts == 0:
+                oracle.report(
+                    .stepUpSharedNotSticky,
+                    "a clinical request failed with '\(error)' with no prompt shown: an earlier answer was kept (\(phase))")
+            case .failure(let error) where error == expected:
+                break
+            case .failure(let error) where expected == nil && prompts == 0 && error.isStepUp:
+                oracle.report(
+                    .stepUpSharedNotSticky,
+                    "a clinical request failed with '\(error)' with no prompt shown: an earlier denial was kept (\(phase))")
+            case .failure(let error):
+                oracle.report(
+                    .served, "a clinical request of a signed-in user failed with '\(error)' (\(phase))",
+                    trace: ["the prompt was answered: \(answer.rawValue); prompts shown: \(prompts)"])
+            }
+        }
+    }
+
+    /// An elevated token handed out now must be fresh and belong to the signed-in user's session.
+    func checkElevated(_ elevated: ElevatedToken, phase: String) {
+        let owner = familyOf(elevated.baseGeneration)
+        if elevated.subject != subjects[subject] || owner != family {
+            let whose = ended.contains { $0.family == owner } ? "a session that had ended" : "another session"
+            oracle.report(
+                .elevationEndsWithSession,
+                "an elevated token bought in \(whose) was handed to the signed-in user (\(phase))",
+                trace: ["elevated \(elevated) bought with access-token generation \(elevated.baseGeneration) of family \(owner); the signed-in session is family \(family)"])
+        } else if !elevated.isFresh(at: time.now) {
+            oracle.report(.fresh, "an expired elevated token was handed out (\(phase))", trace: ["\(elevated)"])
+        }
+    }
+
+    /// A burst while the elevated token is fresh: no prompt, and the sensitive call's fast path.
+    mutating func cachedBurst(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        let phase = "round \(round): burst with the elevated token fresh"
+        setContext(phase)
+        let before = user.prompts.count
+        let latch = launch(16)
+        guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
+        let prompts = user.prompts.count - before
+        if prompts > 0 {
+            oracle.report(
+                .promptSingleFlight, "\(prompts) prompt(s) while a fresh elevated token was held (\(phase))",
+                trace: promptTrace(since: before))
+        }
+        for call in calls {
+            guard case .elevated(let result) = call else { continue }
+            switch result {
+            case .success(let elevated): checkElevated(elevated, phase: phase)
+            case .failure(let error):
+                oracle.report(.served, "a clinical request with a fresh elevated token held failed with '\(error)' (\(phase))")
+            }
+        }
+        // The fast path's cost, timed one call at a time.
+        let client = clients[0]
+        for _ in 0..<64 {
+            let start = ContinuousClock.now
+            guard (try? await client.elevatedToken()) != nil else { break }
+            outcome.latencies.record(.elevatedRead, nanoseconds: (ContinuousClock.now - start).nanosecondsClamped)
+            outcome.operations += 1
+        }
+        return true
+    }
+
+    /// The session must go on while the prompt is open: a read and a 401 (which refreshes) complete.
+    mutating func checkIndependence(phase: String, outcome: inout DriverOutcome) async {
+        let store = self.store
+        let limit = min(runner.hangTimeout, .seconds(1))
+        let latch = CompletionLatch<Call>(expected: 1)
+        Task {
+            latch.enter()
+            let read: Result<AccessToken, SessionError>
+            do throws(SessionError) {
+                let token = try await store.validToken()
+                read = .success(try await store.tokenRejected(token))
+            } catch { read = .failure(error) }
+            latch.finish(.base(read))
+        }
+        guard let calls = await latch.wait(until: .now + limit), case .base(let result) = calls.first else {
+            oracle.report(
+                .stepUpIndependent,
+                "a token read and a 401 of the signed-in session did not complete within \(limit) while a step-up prompt was open (\(phase))",
+                trace: ["the prompt is shown and unanswered; the session's own token needs no prompt"])
+            return
+        }
+        switch result {
+        case .success: outcome.operations += 2
+        case .failure(let error):
+            oracle.report(.served, "a token read or 401 failed with '\(error)' while a step-up prompt was open (\(phase))")
+        }
+    }
+
+    // MARK: Sessions that end
+
+    /// Sign-out while a prompt is open; the user approves after it returned.
+    mutating func signOutDuringPrompt(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        let phase = "round \(round): sign-out during a prompt"
+        setContext(phase)
+        time.advance(by: stepUpLifetime)
+        let before = user.prompts.count
+        user.gate.hold()
+        let latch = launch(8)
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        while user.prompts.count == before, latch.finishedCount < 8, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        try? await Task.sleep(for: .milliseconds(2))
+        let store = self.store
+        guard await watched(phase, outcome: &outcome, { await store.signOut() }) != nil else { return false }
+        let endedFamily = family
+        ended.append((endedFamily, TokenServer.realNanoseconds(), round))
+        setContext("round \(round): after sign-out")
+        user.gate.release()
+        guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
+        for call in calls {
+            guard case .elevated(let result) = call else { continue }
+            switch result {
+            case .failure(.signedOut): break
+            case .success(let elevated):
+                oracle.report(
+                    .elevationEndsWithSession,
+                    "a clinical request waiting on the prompt got an elevated token after sign-out returned (\(phase))",
+                    trace: ["\(elevated), bought with generation \(elevated.baseGeneration) of the ended family \(familyOf(elevated.baseGeneration))"])
+            case .failure(let error):
+                oracle.report(
+                    .elevationEndsWithSession,
+                    "a clinical request waiting on the prompt got '\(error)', not 'signed out', when the session ended (\(phase))")
+            }
+        }
+        // Let a late answer do whatever the store does with it, then look again.
+        try? await Task.sleep(for: .milliseconds(5))
+        family = 0
+        return await checkClientsSignedOut(when: "after sign-out (round \(round))", outcome: &outcome)
+    }
+
+    /// The kept API objects, with nobody signed in: every call fails with `signedOut`, no prompt.
+    mutating func checkClientsSignedOut(when: String, outcome: inout DriverOutcome) async -> Bool {
+        let before = user.prompts.count
+        for (index, client) in clients.enumerated() {
+            guard let calls = await watched(when, outcome: &outcome, { () async -> [Call] in
+                var calls: [Call] = []
+                do throws(SessionError) { calls.append(.base(.success(try await client.token()))) } catch {
+                    calls.append(.base(.failure(error)))
+                }
+                do throws(SessionError) { calls.append(.elevated(.success(try await client.elevatedToken()))) } catch {
+                    calls.append(.elevated(.failure(error)))
+                }
+                return calls
+            }) else { return false }
+            for call in calls {
+                switch call {
+                case .base(.failure(.signedOut)), .elevated(.failure(.signedOut)): break
+                case .base(.success(let token)):
+                    oracle.report(
+                        .clientFollowsSession, "an API object returned a token \(when), with nobody signed in",
+                        trace: ["API object \(index): \(token) of family \(familyOf(token.generation))"])
+                case .elevated(.success(let elevated)):
+                    oracle.report(
+                        .elevationEndsWithSession, "an API object returned an elevated token \(when), with nobody signed in",
+                        trace: ["API object \(index): \(elevated)"])
+                case .base(.failure(let error)), .elevated(.failure(let error)):
+                    oracle.report(
+                        .clientFollowsSession,
+                        "an API object's call \(when) failed with '\(error)', not 'signed out' as the contract says")
+                }
+            }
+        }
+        if user.prompts.count > before {
+            oracle.report(.clientFollowsSession, "the user was prompted \(when), with nobody signed in")
+        }
+        return true
+    }
+
+    /// The kept API objects, made before sign-in, serve the user signed in now.
+    mutating func checkClientsServe(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        for (index, client) in clients.enumerated() {
+            guard let result = await watched("round \(round): API objects after sign-in", outcome: &outcome, {
+                () async -> Result<AccessToken, SessionError> in
+                do throws(SessionError) { return .success(try await client.token()) } catch { return .failure(error) }
+            }) else { return false }
+            switch result {
+            case .success(let token) where token.subject == subjects[subject] && familyOf(token.generation) == family:
+                outcome.operations += 1
+            case .success(let token):
+                oracle.report(
+                    .clientFollowsSession,
+                    "an API object made before sign-in returned \(ended.contains { $0.family == familyOf(token.generation) } || token.subject != subjects[subject] ? "the previous user's" : "another session's") token after a sign-in (round \(round))",
+                    trace: ["API object \(index): \(token) of family \(familyOf(token.generation)); the signed-in session is family \(family)"])
+            case .failure(let error):
+                oracle.report(
+                    .clientFollowsSession,
+                    "an API object made before sign-in failed with '\(error)' with a user signed in (round \(round))")
+            }
+        }
+        return true
+    }
+
+    /// No server call for a session after its sign-out returned: nothing holds it alive.
+    func checkEndedSessions() {
+        for session in ended {
+            let late = server.ledger.entries.filter {
+                $0.family == session.family && $0.call != .signIn && $0.sentAt > session.at
+            }
+            if let first = late.first {
+                oracle.report(
+                    .clientFollowsSession,
+                    "\(late.count) server call(s) for a session after its sign-out returned: something kept it alive",
+                    trace: [Oracle.describe(first)])
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// `count` concurrent clinical requests, even ones through the kept API objects, odd ones
+    /// through API objects made on demand.
+    func launch(_ count: Int) -> CompletionLatch<Call> {
+        let latch = CompletionLatch<Call>(expected: count)
+        for index in 0..<count {
+            let client: (any SessionClient)? = index.isMultiple(of: 2) ? clients[(index / 2) % clients.count] : nil
+            let store = self.store
+            Task {
+                latch.enter()
+                let api = client ?? store.makeClient()
+                do throws(SessionError) {
+                    latch.finish(.elevated(.success(try await api.elevatedToken())))
+                } catch {
+                    latch.finish(.elevated(.failure(error)))
+                }
+            }
+        }
+        return latch
+    }
+
+    func collect(_ latch: CompletionLatch<Call>, phase: String, outcome: inout DriverOutcome) async -> [Call]? {
+        if let calls = await latch.wait(until: .now + runner.hangTimeout) { return calls }
+        user.gate.release()
+        outcome.hang = .init(
+            stuckCallers: latch.expectedCount - latch.finishedCount, ofCallers: latch.expectedCount,
+            operation: .refreshWait, waitedSeconds: runner.hangTimeout.secondsValue, phase: phase,
+            detail: "clinical requests never returned; prompts shown so far: \(user.prompts.count)")
+        return nil
+    }
+
+    func watched<T: Sendable>(
+        _ phase: String, outcome: inout DriverOutcome, _ body: @escaping @Sendable () async -> T
+    ) async -> T? {
+        let latch = CompletionLatch<T>(expected: 1)
+        Task {
+            latch.enter()
+            latch.finish(await body())
+        }
+        if let value = await latch.wait(until: .now + runner.hangTimeout)?.first { return value }
+        outcome.hang = .init(
+            stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
+            phase: phase, detail: "a call of the harness's own never returned")
+        return nil
+    }
+
+    func familyOf(_ generation: UInt64) -> UInt64 {
+        server.ledger.entries.last { $0.issuedGeneration == generation }?.family ?? 0
+    }
+
+    func promptTrace(since start: Int) -> [String] {
+        user.prompts.dropFirst(start).prefix(3).map {
+            "prompt #\($0.index) [\($0.context)]: \($0.answer?.rawValue ?? "unanswered")"
+        }
+    }
+
+    static func describe(_ outcome: Result<UInt64, SessionError>) -> String {
+        switch outcome {
+        case .success(let generation): "elevated token generation \(generation)"
+        case .failure(let error): "'\(error)'"
+        }
+    }
+}
