@@ -3,17 +3,20 @@ import SessionSync
 import Synchronization
 import TokenServer
 
-/// Runs `session-states`: subscribers to a store's state, one and then `tasks` of them, through
-/// the events a UI must follow. Each round: a sign-in, an expiry (a read refreshes), a 401 (a
-/// refresh), a sign-out while a refresh is held in flight at the server (released after the
-/// sign-out returned: the store must discard it), a sign-in and a user switch, a revocation by
-/// the server (a 401 refresh is refused), and at the end a sign-out.
+/// Runs `session-states`: subscribers to a store's state, one and then `tasks` of them (and,
+/// beside them, one slow subscriber that takes 1 ms over each state), through the events a UI
+/// must follow. Each round: a sign-in, an expiry (a read refreshes), a 401 (a refresh), a
+/// subscriber joining mid-session (its first state must be the current one), ten 401s back to
+/// back, a sign-out while a refresh is held in flight at the server (released after the sign-out
+/// returned: the store must discard it), a sign-in and a user switch, a revocation by the server
+/// (a 401 refresh is refused), and at the end a sign-out.
 ///
 /// After each event every subscriber's latest state must become the store's (signed in with the
 /// new generation, signed out, revoked) within a deadline; the time from the call that made the
-/// change to each subscriber's receipt of it is the observer lag. Over each subscriber's whole
-/// sequence: nothing of a session after the `signedOut` that ended it, nothing of a refresh that
-/// a sign-out discarded, and sessions and generations never going back.
+/// change to each subscriber's receipt of it is the observer lag (single events only, the slow
+/// subscriber left out). Over each subscriber's whole sequence: nothing of a session after the
+/// `signedOut` that ended it, nothing of a refresh that a sign-out discarded, and sessions and
+/// generations never going back.
 struct SessionStatesDriver {
     let runner: ScenarioRunner
     let descriptor: StoreDescriptor
@@ -55,14 +58,19 @@ struct SessionStatesDriver {
             outcome.failure = "\(descriptor.name) does not implement ObservableSessionStore: it cannot run session-states"
             return nil
         }
-        let logs = (0..<observers).map { _ in Log() }
-        let subscribed = CompletionLatch<Void>(expected: observers)
-        let readers = logs.map { log in
+        // The subscribers and, beside many, one more that takes 1 ms over each state (a busy UI):
+        // its lag is not timed, but it must end on every state like the others. The phase with
+        // one subscriber has that one only.
+        let slow = observers > 1
+        let logs = (0..<(slow ? observers + 1 : observers)).map { _ in Log() }
+        let subscribed = CompletionLatch<Void>(expected: logs.count)
+        let readers = logs.enumerated().map { index, log in
             Task {
                 let states = store.sessionStates()
                 subscribed.finish(())
                 for await state in states {
                     log.received.withLock { $0.append((state, TokenServer.realNanoseconds())) }
+                    if slow, index == observers { try? await Task.sleep(for: .milliseconds(1)) }
                 }
             }
         }
@@ -72,7 +80,7 @@ struct SessionStatesDriver {
             return nil
         }
         var run = StatesRun(
-            observers: observers, lag: lag, oracle: oracle, runner: runner, time: time, server: server, store: store,
+            observers: logs.count, timedObservers: observers, lag: lag, oracle: oracle, runner: runner, time: time, server: server, store: store,
             logs: logs, lifetime: scenario.tokenLifetime)
         for round in 0..<scenario.rounds {
             guard await run.play(round: round, last: round == scenario.rounds - 1, outcome: &outcome) else {
@@ -87,6 +95,8 @@ struct SessionStatesDriver {
 /// One phase of `session-states`: the events, and the checks on what subscribers saw.
 struct StatesRun {
     let observers: Int
+    /// The subscribers whose lag is timed: the first ones (a slow subscriber comes after them).
+    let timedObservers: Int
     let lag: OperationKind
     let oracle: Oracle
     let runner: ScenarioRunner
@@ -117,6 +127,22 @@ struct StatesRun {
             }, before: { time.advance(by: lifetime) }),
             await rejection("round \(round): 401", outcome: &outcome)
         else { return false }
+        // A subscriber that joins mid-session hears the current state first (beside many: the
+        // phase with one subscriber keeps that one alone).
+        if timedObservers > 1 {
+            guard await lateSubscriber(event: "round \(round): a subscriber joins while signed in") else { return false }
+        }
+        // Ten 401s back to back, no waiting for subscribers between them: only the last state counts.
+        guard let token = current else { return false }
+        guard await change("round \(round): ten 401s back to back", outcome: &outcome, timed: false, { () async -> Change in
+            var latest = token
+            for _ in 0..<10 {
+                do throws(SessionError) { latest = try await store.tokenRejected(latest) } catch {
+                    return .token(.failure(error))
+                }
+            }
+            return .token(.success(latest))
+        }) else { return false }
         // Sign-out while a refresh is in flight; the refresh lands after it.
         guard await signOutRacingRefresh(round: round, outcome: &outcome) else { return false }
         // Sign-in, then another user's sign-in with no sign-out between.
@@ -125,15 +151,36 @@ struct StatesRun {
         else { return false }
         // The server revokes the session; a 401 finds out.
         server.revokeSessions(of: first)
-        guard let token = current else { return false }
+        guard let revokedToken = current else { return false }
         guard await change("round \(round): revocation", outcome: &outcome, { () async -> Change in
-            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(token) })
+            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(revokedToken) })
         }) else { return false }
         if last {
             return await change("round \(round): sign-out", outcome: &outcome, { () async -> Change in
                 await store.signOut()
                 return .done
             })
+        }
+        return true
+    }
+
+    /// A new subscriber's first state must be the store's current one, within the deadline.
+    mutating func lateSubscriber(event: String) async -> Bool {
+        guard let token = current else { return false }
+        let expected = SessionState.signedIn(generation: token.generation)
+        let store = self.store
+        let first = CompletionLatch<SessionState?>(expected: 1)
+        let reader = Task {
+            var iterator = store.sessionStates().makeAsyncIterator()
+            first.finish(await iterator.next())
+        }
+        defer { reader.cancel() }
+        let got = await first.wait(until: .now + SessionStatesDriver.deadline)?.first ?? nil
+        if got != expected {
+            oracle.report(
+                .observersSeeFinalState,
+                "a subscriber that joined while signed in did not get the current state first (\(event))",
+                trace: ["its first state: \(got.map { "\($0)" } ?? "nothing within \(SessionStatesDriver.deadline)"); the store's: \(expected)"])
         }
         return true
     }
@@ -190,7 +237,7 @@ struct StatesRun {
     /// Runs `body` (the call that changes the state), then waits until every subscriber's latest
     /// state is the store's new one, timing each subscriber's lag from the call's start.
     mutating func change(
-        _ event: String, outcome: inout DriverOutcome, _ body: @escaping @Sendable () async -> Change,
+        _ event: String, outcome: inout DriverOutcome, timed: Bool = true, _ body: @escaping @Sendable () async -> Change,
         before: () -> Void = {}
     ) async -> Bool {
         server.setContext(event)
@@ -222,7 +269,9 @@ struct StatesRun {
         }
         outcome.operations += 1
         let seen = await waitUntil(expected, event: event)
-        for case (_, let at?) in seen { outcome.latencies.record(lag, nanoseconds: max(0, at - start)) }
+        for case (let index, let at?) in seen where timed && index < timedObservers {
+            outcome.latencies.record(lag, nanoseconds: max(0, at - start))
+        }
         return true
     }
 
