@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// The idiomatic Swift answer: an actor that keeps the in-flight refresh as a `Task` and
@@ -222,8 +223,8 @@ final class SingleContinuationStream: Sendable {
     private let continuation = Mutex<AsyncStream<SessionState>.Continuation?>(nil)
 
     func subscribe() -> AsyncStream<SessionState> {
-        AsyncStream { continuation in self.continuation.withLock { $0 = continuation } }
+        AsyncStream { continuation in self.continuation.withLock(visibleTo: self) { $0 = continuation } }
     }
 
-    func yield(_ state: SessionState) { _ = continuation.withLock { $0?.yield(state) } }
+    func yield(_ state: SessionState) { _ = continuation.withLock(visibleTo: self) { $0?.yield(state) } }
 }

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// Step-up authentication for the lock and queue stores: one prompt at a time, shared by every
@@ -45,13 +46,13 @@ public final class ElevationCoordinator: Sendable {
 
     /// The elevated token, prompting (once for every concurrent caller) when there is no fresh one.
     public func elevatedToken(base: @escaping BaseToken) async throws(SessionError) -> ElevatedToken {
-        let id = state.withLock { state in
+        let id = state.withLock(visibleTo: self) { state in
             state.ids &+= 1
             return state.ids
         }
         let outcome = await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: Waiter) in
-                let start: (flight: UInt64, epoch: UInt64)? = state.withLock { state in
+                let start: (flight: UInt64, epoch: UInt64)? = state.withLock(visibleTo: self) { state in
                     if let elevated = state.elevated, elevated.isFresh(at: clock.now(), margin: skew) {
                         waiter.resume(returning: .success(elevated))
                         return nil
@@ -74,7 +75,7 @@ public final class ElevationCoordinator: Sendable {
                 }
             }
         } onCancel: {
-            let waiter = state.withLock { $0.flight?.waiters.removeValue(forKey: id) }
+            let waiter = state.withLock(visibleTo: self) { $0.flight?.waiters.removeValue(forKey: id) }
             waiter?.resume(returning: .failure(.cancelled))
         }
         return try outcome.get()
@@ -83,7 +84,7 @@ public final class ElevationCoordinator: Sendable {
     /// The session ended (sign-out, or another sign-in began): drop the elevated token and fail the
     /// prompt's waiters with ``SessionError/signedOut``.
     public func end() {
-        let waiters = state.withLock { state in
+        let waiters = state.withLock(visibleTo: self) { state in
             state.epoch &+= 1
             state.elevated = nil
             defer { state.flight = nil }
@@ -92,11 +93,11 @@ public final class ElevationCoordinator: Sendable {
         for waiter in waiters { waiter.resume(returning: .failure(.signedOut)) }
     }
 
-    private func isCurrent(_ epoch: UInt64) -> Bool { state.withLock { $0.epoch == epoch } }
+    private func isCurrent(_ epoch: UInt64) -> Bool { state.withLock(visibleTo: self) { $0.epoch == epoch } }
 
     private func stepUp(flight: UInt64, epoch: UInt64, base: BaseToken) async {
         let outcome = await elevate(epoch: epoch, base: base)
-        let waiters = state.withLock { state -> [Waiter] in
+        let waiters = state.withLock(visibleTo: self) { state -> [Waiter] in
             guard state.epoch == epoch, let current = state.flight, current.id == flight else { return [] }
             if case .success(let elevated) = outcome { state.elevated = elevated }
             state.flight = nil

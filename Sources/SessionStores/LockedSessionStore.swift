@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// How a parked caller is resumed: with the token or the error its refresh ended in.
@@ -171,7 +172,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     /// Drops every API object's elevated token and fails their prompts' waiters.
     private func endElevation() {
-        let coordinators = elevations.withLock { elevations in
+        let coordinators = elevations.withLock(visibleTo: self) { elevations in
             elevations.removeAll { $0.coordinator == nil }
             return elevations.compactMap(\.coordinator)
         }
@@ -286,7 +287,7 @@ extension LockedSessionStore: ObservableSessionStore, StepUpSessionStore {
             return ProxyClient(store: self, elevation: sharedElevation)
         case .perClient:
             let own = ElevationCoordinator(configuration: configuration)
-            elevations.withLock { $0.append(WeakElevation(coordinator: own)) }
+            elevations.withLock(visibleTo: self) { $0.append(WeakElevation(coordinator: own)) }
             return ProxyClient(store: self, elevation: own)
         }
     }

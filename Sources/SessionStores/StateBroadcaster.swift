@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// Hands a store's state changes to every subscriber, in the order they happened.
@@ -32,7 +33,7 @@ public final class StateBroadcaster: Sendable {
     /// Publishes `newState`, the store's state at `version`, unless a later version already was.
     public func publish(_ newState: SessionState, version: UInt64) {
         guard version > published.load(ordering: .acquiring) else { return }
-        state.withLock { state in
+        state.withLock(visibleTo: self) { state in
             guard version > state.version else { return }
             state.version = version
             published.store(version, ordering: .releasing)
@@ -45,15 +46,16 @@ public final class StateBroadcaster: Sendable {
     /// A new subscriber: the current state first, then every later change.
     public func subscribe() -> AsyncStream<SessionState> {
         let (stream, continuation) = AsyncStream.makeStream(of: SessionState.self, bufferingPolicy: .unbounded)
-        let id = state.withLock { state in
+        let id = state.withLock(visibleTo: self) { state in
             state.nextID &+= 1
             return state.nextID
         }
         // Set before the subscriber is reachable: termination may run at once, on any thread.
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            guard let self else { return }
+            _ = self.state.withLock(visibleTo: self) { $0.subscribers.removeValue(forKey: id) }
         }
-        state.withLock { state in
+        state.withLock(visibleTo: self) { state in
             state.subscribers[id] = continuation
             continuation.yield(state.current)
         }
@@ -61,7 +63,7 @@ public final class StateBroadcaster: Sendable {
     }
 
     deinit {
-        let subscribers = state.withLock { state in
+        let subscribers = state.withLock(visibleTo: self) { state in
             defer { state.subscribers = [:] }
             return state.subscribers
         }

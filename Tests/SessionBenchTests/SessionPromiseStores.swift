@@ -1,4 +1,5 @@
 import SessionContract
+import SessionSync
 import SessionStores
 import Synchronization
 
@@ -77,21 +78,21 @@ final class ClosureClient: SessionClient, @unchecked Sendable {
 final class CheckThenPromptStore: PromiseStore, @unchecked Sendable {
     let cached = Mutex<ElevatedToken?>(nil)
     override func signOut() async {
-        cached.withLock { $0 = nil }
+        cached.withLock(visibleTo: self) { $0 = nil }
         await inner.signOut()
     }
     override func signIn(_ credentials: Credentials) async throws(SessionError) {
-        cached.withLock { $0 = nil }
+        cached.withLock(visibleTo: self) { $0 = nil }
         try await inner.signIn(credentials)
     }
     override func makeClient() -> any SessionClient {
         ClosureClient(token: { () async throws(SessionError) in try await self.inner.validToken() }) {
             () async throws(SessionError) in
-            if let token = self.cached.withLock({ $0 }), token.isFresh(at: self.configuration.clock.now()) {
+            if let token = self.cached.withLock(visibleTo: self, { $0 }), token.isFresh(at: self.configuration.clock.now()) {
                 return token
             }
             let token = try await self.promptAndElevate()
-            self.cached.withLock { $0 = token }
+            self.cached.withLock(visibleTo: self) { $0 = token }
             return token
         }
     }
@@ -104,9 +105,9 @@ final class StickyDenialStore: PromiseStore, @unchecked Sendable {
         let client = inner.makeClient()
         return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
             () async throws(SessionError) in
-            if let refused = self.refused.withLock({ $0 }) { throw refused }
+            if let refused = self.refused.withLock(visibleTo: self, { $0 }) { throw refused }
             do throws(SessionError) { return try await client.elevatedToken() } catch {
-                if error.isStepUp { self.refused.withLock { $0 = error } }
+                if error.isStepUp { self.refused.withLock(visibleTo: self) { $0 = error } }
                 throw error
             }
         }
@@ -117,18 +118,18 @@ final class StickyDenialStore: PromiseStore, @unchecked Sendable {
 final class ElevationSurvivesSwitchStore: PromiseStore, @unchecked Sendable {
     let cached = Mutex<ElevatedToken?>(nil)
     override func signOut() async {
-        cached.withLock { $0 = nil }
+        cached.withLock(visibleTo: self) { $0 = nil }
         await inner.signOut()
     }
     override func makeClient() -> any SessionClient {
         let client = inner.makeClient()
         return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
             () async throws(SessionError) in
-            if let token = self.cached.withLock({ $0 }), token.isFresh(at: self.configuration.clock.now()) {
+            if let token = self.cached.withLock(visibleTo: self, { $0 }), token.isFresh(at: self.configuration.clock.now()) {
                 return token
             }
             let token = try await client.elevatedToken()
-            self.cached.withLock { $0 = token }
+            self.cached.withLock(visibleTo: self) { $0 = token }
             return token
         }
     }
@@ -163,7 +164,7 @@ final class AsyncQueue: Sendable {
     private let state = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
+            let now = state.withLock(visibleTo: self) { state -> Bool in
                 if !state.busy {
                     state.busy = true
                     return true
@@ -175,7 +176,7 @@ final class AsyncQueue: Sendable {
         }
     }
     func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLock(visibleTo: self) { state -> CheckedContinuation<Void, Never>? in
             if state.waiting.isEmpty {
                 state.busy = false
                 return nil
@@ -190,13 +191,13 @@ final class AsyncQueue: Sendable {
 /// still sends the previous user's.
 final class TokenCapturingClientStore: PromiseStore, @unchecked Sendable {
     override func makeClient() -> any SessionClient {
-        let captured = Mutex<AccessToken?>(nil)
+        let captured = TokenBox()
         let client = inner.makeClient()
         let clock = configuration.clock
         return ClosureClient(token: { () async throws(SessionError) in
-            if let token = captured.withLock({ $0 }), token.isFresh(at: clock.now()) { return token }
+            if let token = captured.token.withLock(visibleTo: captured, { $0 }), token.isFresh(at: clock.now()) { return token }
             let token = try await client.token()
-            captured.withLock { $0 = token }
+            captured.token.withLock(visibleTo: captured) { $0 = token }
             return token
         }) { () async throws(SessionError) in try await client.elevatedToken() }
     }
@@ -211,13 +212,13 @@ class RepublishingStore: PromiseStore, @unchecked Sendable {
 
     override func setUp() {
         let source = inner.sessionStates()
-        forwarding.withLock {
+        forwarding.withLock(visibleTo: self) {
             $0 = Task { [weak self] in
                 for await state in source { self?.forward(state) }
             }
         }
     }
-    deinit { forwarding.withLock { $0?.cancel() } }
+    deinit { forwarding.withLock(visibleTo: self) { $0?.cancel() } }
 
     func forward(_ state: SessionState) { publish(state) }
     func publish(_ state: SessionState) {
@@ -236,7 +237,8 @@ final class NetworkAnnouncesRefreshStore: RepublishingStore, @unchecked Sendable
     }
     override func setUp() {
         super.setUp()
-        (innerConfiguration.endpoint as? AnnouncingEndpoint)?.announce.withLock {
+        let endpoint = innerConfiguration.endpoint as? AnnouncingEndpoint
+        endpoint?.announce.withLock(visibleTo: endpoint!) {
             $0 = { [weak self] state in self?.publish(state) }
         }
     }
@@ -251,7 +253,7 @@ final class AnnouncingEndpoint: StepUpEndpoint {
     }
     func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant {
         let grant = try await base.refresh(refreshToken)
-        announce.withLock { $0 }?(.signedIn(generation: grant.accessToken.generation))
+        announce.withLock(visibleTo: self) { $0 }?(.signedIn(generation: grant.accessToken.generation))
         return grant
     }
     func elevate(_ accessToken: AccessToken, proof: StepUpProof) async throws(TokenEndpointError) -> ElevatedToken {
@@ -270,4 +272,8 @@ final class DelayedSpinnerStore: RepublishingStore, @unchecked Sendable {
             self.publish(state)
         }
     }
+}
+
+final class TokenBox: Sendable {
+    let token = Mutex<AccessToken?>(nil)
 }

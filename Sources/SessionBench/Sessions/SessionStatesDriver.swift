@@ -29,8 +29,8 @@ struct SessionStatesDriver {
     /// What one subscriber received, with when (real nanoseconds).
     final class Log: Sendable {
         let received = Mutex<[(state: SessionState, at: Int64)]>([])
-        var last: SessionState? { received.withLock { $0.last?.state } }
-        var all: [(state: SessionState, at: Int64)] { received.withLock { $0 } }
+        var last: SessionState? { received.withLock(visibleTo: self) { $0.last?.state } }
+        var all: [(state: SessionState, at: Int64)] { received.withLock(visibleTo: self) { $0 } }
     }
 
     func run(outcome: inout DriverOutcome) async {
@@ -69,7 +69,7 @@ struct SessionStatesDriver {
                 let states = store.sessionStates()
                 subscribed.finish(())
                 for await state in states {
-                    log.received.withLock { $0.append((state, TokenServer.realNanoseconds())) }
+                    log.received.withLock(visibleTo: log) { $0.append((state, TokenServer.realNanoseconds())) }
                     if slow, index == observers { try? await Task.sleep(for: .milliseconds(1)) }
                 }
             }
