@@ -37,7 +37,16 @@ enum ProcessGuard {
         for pid in children { kill(pid, SIGKILL) }
         // Temporary files, and the storage folders of measuring children (`--scenario
         // crash-restart` keeps simulated sessions there, tokens in clear on the plain backends).
-        for path in temporaries where unlink(path) != 0 { try? FileManager.default.removeItem(atPath: path) }
+        // A session process of a killed child may still write into its folder until it sees its
+        // parent gone, and a file made during the removal leaves the folder behind: try again,
+        // for up to half a second.
+        for path in temporaries where unlink(path) != 0 {
+            for _ in 0..<25 {
+                try? FileManager.default.removeItem(atPath: path)
+                guard FileManager.default.fileExists(atPath: path) else { break }
+                usleep(20_000)
+            }
+        }
         signal(number, SIG_DFL)
         var mask = sigset_t()
         sigemptyset(&mask)
