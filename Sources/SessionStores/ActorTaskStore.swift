@@ -105,21 +105,9 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
 
     /// Prompts and buys an elevated token; runs outside the actor but for its short checks.
     private nonisolated func stepUp(epoch startEpoch: UInt64) async -> Result<ElevatedToken, SessionError> {
-        guard let authenticator, let stepUpEndpoint else { return .failure(.stepUpFailed) }
-        let token: AccessToken
-        do throws(SessionError) { token = try await validToken() } catch { return .failure(error) }
-        switch await authenticator.prompt(for: token.subject) {
-        case .denied: return .failure(.stepUpDenied)
-        case .dismissed: return .failure(.stepUpDismissed)
-        case .approved(let proof):
-            guard await epoch == startEpoch else { return .failure(.signedOut) }
-            do throws(TokenEndpointError) {
-                let elevated = try await stepUpEndpoint.elevate(token, proof: proof)
-                return elevated.isFresh(at: clock.now()) ? .success(elevated) : .failure(.stepUpFailed)
-            } catch {
-                return .failure(.stepUpFailed)
-            }
-        }
+        await ElevationCoordinator.stepUp(
+            base: { () async throws(SessionError) in try await self.validToken() }, authenticator: authenticator,
+            endpoint: stepUpEndpoint, clock: clock, isCurrent: { await self.epoch == startEpoch })
     }
 
     public func validToken() async throws(SessionError) -> AccessToken {

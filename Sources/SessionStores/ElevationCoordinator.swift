@@ -107,6 +107,19 @@ public final class ElevationCoordinator: Sendable {
     }
 
     private func elevate(epoch: UInt64, base: BaseToken) async -> Result<ElevatedToken, SessionError> {
+        await Self.stepUp(
+            base: base, authenticator: authenticator, endpoint: endpoint, clock: clock,
+            isCurrent: { self.isCurrent(epoch) })
+    }
+
+    /// One step-up, with no coordination: fetches the base token through `base`, prompts its user,
+    /// and, if they approve while `isCurrent()` still holds, buys an elevated token (a fresh one,
+    /// or ``SessionError/stepUpFailed``). A session that ended while the user answered gets
+    /// ``SessionError/signedOut`` and no server call. Stores call it from their single flight.
+    public static func stepUp(
+        base: BaseToken, authenticator: (any StepUpAuthenticator)?, endpoint: (any StepUpEndpoint)?,
+        clock: TokenClock, isCurrent: @Sendable () async -> Bool
+    ) async -> Result<ElevatedToken, SessionError> {
         guard let authenticator, let endpoint else { return .failure(.stepUpFailed) }
         let token: AccessToken
         do throws(SessionError) { token = try await base() } catch { return .failure(error) }
@@ -114,8 +127,7 @@ public final class ElevationCoordinator: Sendable {
         case .denied: return .failure(.stepUpDenied)
         case .dismissed: return .failure(.stepUpDismissed)
         case .approved(let proof):
-            // The session may have ended while the user answered: buy nothing for it.
-            guard isCurrent(epoch) else { return .failure(.signedOut) }
+            guard await isCurrent() else { return .failure(.signedOut) }
             do throws(TokenEndpointError) {
                 let elevated = try await endpoint.elevate(token, proof: proof)
                 return elevated.isFresh(at: clock.now()) ? .success(elevated) : .failure(.stepUpFailed)

@@ -52,18 +52,18 @@ public final class TokenServer: StepUpEndpoint {
         }
     }
 
-    private struct IssuedRefreshToken {
+    struct IssuedRefreshToken {
         var family: UInt64
         var generation: UInt64
         var redeemedAt: TokenInstant?
     }
 
-    private struct Family {
+    struct Family {
         var subject: Subject
         var isRevoked = false
     }
 
-    private struct State {
+    struct State {
         var random: SeededRandom
         var generation: UInt64 = 0
         var families: [UInt64: Family] = [:]
@@ -80,8 +80,8 @@ public final class TokenServer: StepUpEndpoint {
     public let configuration: Configuration
     /// Holds refresh calls in flight on demand.
     public let gate = RefreshGate()
-    private let clock: TokenClock
-    private let state: Mutex<State>
+    let clock: TokenClock
+    let state: Mutex<State>
 
     public init(configuration: Configuration = Configuration(), clock: TokenClock = .coarse) {
         self.configuration = configuration
@@ -174,57 +174,6 @@ public final class TokenServer: StepUpEndpoint {
         return try response.get()
     }
 
-    /// A proof that `subject` is present, as a user's answer to a step-up prompt makes one.
-    /// ``elevate(_:proof:)`` accepts it once.
-    public func issueProof(for subject: Subject) -> StepUpProof {
-        state.withLock(visibleTo: self) { state in
-            let value = Self.opaqueValue(prefix: "pp.", size: 32, using: &state.random)
-            state.proofs[value] = subject
-            return StepUpProof(subject: subject, value: value)
-        }
-    }
-
-    /// Sells an elevated token for a fresh access token of a live session and an unused proof
-    /// of its user's presence. Refused (`invalid_grant`) for an unknown, expired or revoked
-    /// access token, or a proof that is unknown, used or another user's.
-    public func elevate(_ accessToken: AccessToken, proof: StepUpProof) async throws(TokenEndpointError)
-        -> ElevatedToken
-    {
-        let sentAt = Self.realNanoseconds()
-        let (result, delay, index) = state.withLock(visibleTo: self) {
-            state -> (Result<ElevatedToken, TokenEndpointError>, Duration, Int) in
-            let now = clock.now()
-            let family = state.familyOfGeneration[accessToken.generation] ?? 0
-            let proofSubject = state.proofs.removeValue(forKey: proof.value)
-            var outcome = LedgerEntry.Outcome.issued
-            if family == 0 || proofSubject == nil || proofSubject != accessToken.subject {
-                outcome = .unknownToken
-            } else if state.families[family]?.isRevoked == true || !accessToken.isFresh(at: now) {
-                outcome = .familyRevoked
-            }
-            var result = Result<ElevatedToken, TokenEndpointError>.failure(.invalidGrant)
-            var issued: UInt64?
-            if outcome == .issued {
-                state.generation += 1
-                issued = state.generation
-                result = .success(
-                    ElevatedToken(
-                        value: Self.opaqueValue(prefix: "el.", size: 64, using: &state.random),
-                        subject: accessToken.subject, generation: state.generation,
-                        baseGeneration: accessToken.generation, expiresAt: now + configuration.stepUpLifetime))
-            }
-            let index = state.ledger.append(
-                at: now, call: .elevate, family: family, presentedGeneration: accessToken.generation, outcome: outcome,
-                issuedGeneration: issued, sentAt: sentAt, context: state.context)
-            return (result, configuration.latency.sample(using: &state.random), index)
-        }
-        await sleep(delay)
-        state.withLock(visibleTo: self) {
-            $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
-        }
-        return try result.get()
-    }
-
     /// Decides one refresh under the lock and records it.
     private func redeem(
         _ state: inout State, _ presented: RefreshToken, sentAt: Int64
@@ -295,7 +244,7 @@ public final class TokenServer: StepUpEndpoint {
     }
 
     /// `size` bytes of base64url text after `prefix`: unguessable, unique, JWT-shaped.
-    private static func opaqueValue(prefix: String, size: Int, using random: inout SeededRandom) -> String {
+    static func opaqueValue(prefix: String, size: Int, using random: inout SeededRandom) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         let head = Array(prefix.utf8)
         return String(unsafeUninitializedCapacity: size) { buffer in
@@ -306,7 +255,7 @@ public final class TokenServer: StepUpEndpoint {
         }
     }
 
-    private func sleep(_ duration: Duration) async {
+    func sleep(_ duration: Duration) async {
         guard duration > .zero else { return }
         try? await Task.sleep(for: duration)
     }
