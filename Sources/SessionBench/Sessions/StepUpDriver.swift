@@ -209,7 +209,11 @@ struct StepUpSession {
         }
         user.gate.release()
         guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
-        let prompts = user.prompts.count - before
+        // The burst's prompts are those shown while its first was open: a request that arrived
+        // after a denial or a dismissal was answered rightly prompts again (I19), and counts apart.
+        let shown = Array(user.prompts.dropFirst(before))
+        let firstAnswered = shown.first?.answeredAt ?? .max
+        let prompts = shown.count { $0.shownAt <= firstAnswered }
         if counted {
             outcome.stepUp?.bursts += 1
             outcome.stepUp?.burstPrompts += prompts
@@ -219,10 +223,17 @@ struct StepUpSession {
         outcome.failedCalls += UInt64(results.count { (try? $0.get()) == nil })
         if prompts > 1 {
             oracle.report(
-                .promptSingleFlight, "\(prompts) prompts for \(requests) concurrent clinical requests (\(phase))",
+                .promptSingleFlight, "\(prompts) prompts at once for \(requests) concurrent clinical requests (\(phase))",
                 trace: promptTrace(since: before))
+        } else if let approved = shown.first(where: { $0.answer == .approved }),
+            let again = shown.first(where: { $0.index > approved.index })
+        {
+            oracle.report(
+                .promptSingleFlight,
+                "a prompt after the user had approved one, with the elevated token fresh (\(phase))",
+                trace: promptTrace(since: before) + ["prompt #\(again.index) came after approved prompt #\(approved.index)"])
         }
-        judge(results, prompts: prompts, answer: answer, phase: phase)
+        judge(results, prompts: shown.count, answer: answer, phase: phase)
         return true
     }
 
@@ -290,12 +301,12 @@ struct StepUpSession {
 
     // MARK: Helpers
 
-    /// Until the crowd has parked: the process uses under 0.1 ms of CPU in 0.5 ms (at most 250 ms,
+    /// Until the crowd has parked: the process uses under 0.1 ms of CPU in 0.5 ms (at most 2 s,
     /// for a loaded or sanitized build). A request still on its way when a denied prompt is
     /// answered would rightly prompt again, and count as a second prompt of the burst.
     static func settle() async {
         try? await Task.sleep(for: .milliseconds(2))
-        let deadline = ContinuousClock.now + .milliseconds(250)
+        let deadline = ContinuousClock.now + .seconds(2)
         var before = ResourceUsage.cpuSeconds
         while ContinuousClock.now < deadline {
             try? await Task.sleep(for: .microseconds(500))
