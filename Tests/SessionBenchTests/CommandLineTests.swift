@@ -174,7 +174,8 @@ struct CommandLineTests {
         #expect(hang.detail?.contains("cooperative pool is blocked") == true, "\(hang.detail ?? "")")
         #expect(report.results.first { $0.store == "semaphore-refresh" && $0.scenario == "401-storm" }?.verdict == .notRun)
         #expect(report.results.filter { $0.store == "mutex" }.allSatisfy { $0.verdict == .pass })
-        #expect(elapsed < 20, "the hang is reported within the hang timeout and a grace, not after minutes (\(elapsed)s)")
+        // The bound is for "not after minutes": a sanitized build beside a compile took 21.5 s.
+        #expect(elapsed < 40, "the hang is reported within the hang timeout and a grace, not after minutes (\(elapsed)s)")
     }
 
     @Test("stress: randomized schedules pass for a correct store; a failure names the seed that reproduces it")

@@ -127,8 +127,9 @@ struct CrashRestartTests {
         let (pid, output) = try ToolProcess.spawn(arguments + ["--rounds", "200"], environment: ["TMPDIR": scratch.path])
         defer { try? FileManager.default.removeItem(at: output) }
         // Stopped while session processes are being killed and restarted over the folder.
+        // Up to 30 s: a sanitized build on a busy machine takes seconds to reach the first round.
         var sawFolder = false
-        for _ in 0..<200 where !sawFolder {
+        for _ in 0..<1_200 where !sawFolder {
             try await Task.sleep(for: .milliseconds(25))
             sawFolder = FileManager.default.subpaths(atPath: scratch.path)?.contains { $0.contains("session-bench-storage-") } == true
         }
