@@ -15,7 +15,15 @@ let package = Package(
         .library(name: "SessionStorage", targets: ["SessionStorage"]),
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
+        .library(name: "SessionBenchHTTP", targets: ["SessionBenchHTTP"]),
         .executable(name: "session-bench", targets: ["session-bench"]),
+    ],
+    traits: [
+        // The token server over HTTP (`serve`) and `compare --transport http`: Hummingbird and
+        // AsyncHTTPClient, and the SwiftNIO they share. `--disable-default-traits` builds the
+        // tool without them, minutes faster, as the ThreadSanitizer run in CI does.
+        .trait(name: "HTTP", description: "The loopback OAuth server (serve) and the HTTP transport."),
+        .default(enabledTraits: ["HTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -24,6 +32,12 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -69,17 +83,35 @@ let package = Package(
         .target(
             name: "SessionBenchCLI",
             dependencies: [
-                "SessionBench", "SessionContract", "SessionStores", "SessionStorage",
+                "SessionBench", "SessionContract", "SessionStores", "SessionStorage", "TokenServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: imports
         ),
-        .executableTarget(name: "session-bench", dependencies: ["SessionBenchCLI"], swiftSettings: imports),
+        // The token server over HTTP on loopback (Hummingbird) and a token endpoint that reaches
+        // it through real sockets (AsyncHTTPClient). Empty unless the HTTP trait is on.
+        .target(
+            name: "SessionBenchHTTP",
+            dependencies: [
+                "SessionBench", "SessionContract", "TokenServer", "SessionSync",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["HTTP"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["HTTP"])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["HTTP"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["HTTP"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["HTTP"])),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTP"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["HTTP"])),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["HTTP"])),
+            ],
+            swiftSettings: imports),
+        .executableTarget(
+            name: "session-bench", dependencies: ["SessionBenchCLI", "SessionBenchHTTP", "SessionBench"],
+            swiftSettings: imports),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
                 "SessionBench", "SessionBenchCLI", "SessionStores", "SessionStorage", "TokenServer", "SessionContract",
-                "SessionSync",
+                "SessionSync", "SessionBenchHTTP",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -10,6 +10,8 @@ struct Execution {
     /// Seconds a call may take before the store counts as hung.
     var hangTimeout: Double
     var inProcess: Bool
+    /// How stores reach the token server.
+    var transport: TransportChoice
     /// The allocator and allocation counter of the measuring processes.
     var setup: MeasuringSetup
     /// No numbered progress line per result.
@@ -18,6 +20,7 @@ struct Execution {
     init(_ options: ExecutionOptions, setup: MeasuringSetup) {
         hangTimeout = options.hangTimeout
         inProcess = options.inProcess
+        transport = options.transport
         self.setup = setup
         quiet = options.quiet
     }
@@ -76,7 +79,8 @@ struct Execution {
         let setup = setup ?? self.setup
         guard inProcess else {
             return await IsolatedRun.run(
-                store: store, scenarios: scenarios, hangTimeout: hangTimeout, setup: setup, progress: progress)
+                store: store, scenarios: scenarios, hangTimeout: hangTimeout, setup: setup, transport: transport,
+                progress: progress)
         }
         // In process, this process is the measuring one: it counts with the chosen counter.
         setenv(AllocationCounter.counterVariable, setup.counter.rawValue, 1)
@@ -94,6 +98,8 @@ struct Execution {
     private var runner: ScenarioRunner {
         var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
         runner.sessionProcesses = ChildSessionLauncher()
+        // Checked when the options were read.
+        runner.transport = try? transport.resolved()
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
             print(report.table(), terminator: "")
@@ -109,6 +115,7 @@ struct Execution {
     func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario]) -> String {
         var lines = [
             "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), "
+                + (transport == .http ? "over http, " : "")
                 + "hang timeout \(InputRange.text(hangTimeout))s, allocator \(setup.allocator.rawValue), "
                 + "allocations counted by the \(setup.counter.rawValue)"
         ]

@@ -59,6 +59,9 @@ public struct LedgerEntry: Sendable, Hashable {
     public internal(set) var lostByClient: Bool = false
     /// What the harness was doing when the call arrived (`round 4, sign-out race`), for traces.
     public let context: String
+    /// For a sign-in: who asked, as a number the server gave the user or client (1, 2, …), so
+    /// that concurrent grants for one client can be told apart without naming it.
+    public internal(set) var principal: UInt64?
 
     /// Whether the server acted on the presented refresh token: a redemption in the sense of
     /// rotation and reuse detection. Calls refused before the server acted are not.
@@ -92,6 +95,10 @@ public struct LedgerEntry: Sendable, Hashable {
 /// recorded even when a grace window lets it through.
 public struct Ledger: Sendable {
     public private(set) var entries: [LedgerEntry] = []
+    /// Bearer tokens the protected resource refused (each answered 401), in order.
+    public private(set) var resourceRejections: [ResourceRejection] = []
+    /// Requests the protected resource accepted.
+    public internal(set) var resourceAccepted = 0
 
     public init() {}
 
@@ -101,14 +108,18 @@ public struct Ledger: Sendable {
     @discardableResult
     mutating func append(
         at: TokenInstant, call: LedgerEntry.Call, family: UInt64, presentedGeneration: UInt64?,
-        outcome: LedgerEntry.Outcome, issuedGeneration: UInt64?, sentAt: Int64, context: String
+        outcome: LedgerEntry.Outcome, issuedGeneration: UInt64?, sentAt: Int64, context: String,
+        principal: UInt64? = nil
     ) -> Int {
         entries.append(
             LedgerEntry(
                 index: entries.count, at: at, call: call, family: family, presentedGeneration: presentedGeneration,
                 outcome: outcome, issuedGeneration: issuedGeneration, sentAt: sentAt, context: context))
+        entries[entries.count - 1].principal = principal
         return entries.count - 1
     }
+
+    mutating func rejectResource(_ rejection: ResourceRejection) { resourceRejections.append(rejection) }
 
     mutating func markResponded(_ index: Int, at: Int64, lost: Bool, expired: Bool) {
         guard entries.indices.contains(index) else { return }

@@ -75,6 +75,12 @@ public final class TokenServer: StepUpEndpoint {
         var familyOfGeneration: [UInt64: UInt64] = [:]
         /// Proofs of presence not yet redeemed, by value → subject.
         var proofs: [String: Subject] = [:]
+        /// Access tokens issued, by value: what the protected resource and an elevation over
+        /// HTTP look a presented bearer token up in. Kept only while ``keepsAccessTokens``.
+        var accessTokens: [String: AccessToken] = [:]
+        var keepsAccessTokens = false
+        /// Each user or client that signed in, numbered in order of first sign-in.
+        var principals: [Subject: UInt64] = [:]
     }
 
     public let configuration: Configuration
@@ -132,9 +138,12 @@ public final class TokenServer: StepUpEndpoint {
             let family = UInt64(state.families.count + 1)
             state.families[family] = Family(subject: credentials.subject)
             let grant = issue(&state, family: family)
+            let principal = state.principals[credentials.subject] ?? UInt64(state.principals.count + 1)
+            state.principals[credentials.subject] = principal
             let index = state.ledger.append(
                 at: clock.now(), call: .signIn, family: family, presentedGeneration: nil, outcome: .issued,
-                issuedGeneration: grant.accessToken.generation, sentAt: sentAt, context: state.context)
+                issuedGeneration: grant.accessToken.generation, sentAt: sentAt, context: state.context,
+                principal: principal)
             return (grant, configuration.latency.sample(using: &state.random), index)
         }
         await sleep(delay)
@@ -238,6 +247,7 @@ public final class TokenServer: StepUpEndpoint {
         let access = AccessToken(
             value: Self.opaqueValue(prefix: "eyJ", size: configuration.tokenSize, using: &state.random),
             subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)
+        if state.keepsAccessTokens { state.accessTokens[access.value] = access }
         let refreshValue = Self.opaqueValue(prefix: "rt.", size: 48, using: &state.random)
         state.refreshTokens[refreshValue] = IssuedRefreshToken(family: family, generation: generation)
         return TokenGrant(accessToken: access, refreshToken: RefreshToken(refreshValue))

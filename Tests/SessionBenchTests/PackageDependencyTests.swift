@@ -9,7 +9,11 @@ import Testing
     static let system: Set<String> = [
         "Foundation", "FoundationEssentials", "Glibc", "Darwin", "Musl", "Synchronization", "Dispatch", "Testing",
         "XCTest", "_Concurrency",
+        // Dispatch's C module: with SwiftNIO in the build, `struct stat`'s members resolve to it.
+        "CDispatch",
     ]
+
+    static let accessLevels: Set<Substring> = ["public", "package", "internal", "fileprivate", "private"]
 
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -67,7 +71,8 @@ import Testing
         while let file = files?.nextObject() as? URL {
             guard file.pathExtension == "swift", let text = try? String(contentsOf: file, encoding: .utf8) else { continue }
             for line in text.split(separator: "\n") {
-                let words = line.split(separator: " ").filter { !$0.hasPrefix("@") }
+                // `@preconcurrency import X`, `internal import X`: the module is the last word.
+                let words = line.split(separator: " ").filter { !$0.hasPrefix("@") && !Self.accessLevels.contains($0) }
                 guard words.count == 2, words[0] == "import" else { continue }
                 modules.insert(String(words[1]))
             }

@@ -1,3 +1,4 @@
+import CDispatch
 import Foundation
 import Testing
 
@@ -79,6 +80,14 @@ enum ToolProcess {
             status: exitStatus, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "", signaled: signaled,
             seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Whether descriptors `a` and `b` are the same open file. (With SwiftNIO in the build,
+    /// `struct stat`'s members are Dispatch's C module's, which this file imports.)
+    static func sameFile(_ a: Int32, _ b: Int32) -> Bool {
+        var one = stat(), two = stat()
+        guard fstat(a, &one) == 0, fstat(b, &two) == 0 else { return false }
+        return one.st_ino == two.st_ino && one.st_dev == two.st_dev
     }
 
     /// The pids whose parent is `parent` (from /proc).

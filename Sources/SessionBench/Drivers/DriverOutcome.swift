@@ -13,6 +13,9 @@ struct DriverOutcome {
     /// Storms: allocations counted over storms, and the callers of those storms.
     var stormAllocations: UInt64 = 0
     var stormAllocationCallers = 0
+    /// Over a transport: its name, and what it added to each refresh call (every server of the run).
+    var transportName: String?
+    var transportOverheads: [Int64] = []
 
     init(result: ScenarioResult) { self.result = result }
 
@@ -28,6 +31,9 @@ struct DriverOutcome {
         result.allocations = allocations?.count
         result.allocatedBytes = allocations?.bytes
         result.storeAllocationsPerWaiter = storeAllocationsPerWaiter
+        if let transportName {
+            result.transport = TransportFigures(transport: transportName, overheads: transportOverheads)
+        }
         return result
     }
 

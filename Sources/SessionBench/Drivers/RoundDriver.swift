@@ -16,6 +16,8 @@ struct RoundDriver {
 
     let time = ManualTime()
     let server: TokenServer
+    /// The server as the stores reach it: in process, or over the runner's transport.
+    let link: ServerLink
     let stores: [any SessionStore]
     /// Two subjects per account: the user, and the one a user switch swaps in.
     let subjects: [[Subject]]
@@ -61,8 +63,9 @@ struct RoundDriver {
                 tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: faults, seed: scenario.seed),
             clock: .manual(time))
         self.server = server
+        link = ServerLink(server, runner: runner)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        let configuration = SessionStoreConfiguration(endpoint: server, clock: .manual(time), refreshSkew: skew)
+        let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
         stores = (0..<scenario.accounts).map { _ in descriptor.make(configuration) }
         subjects = (0..<scenario.accounts).map { [Subject("account-\($0)-a"), Subject("account-\($0)-b")] }
         signedInSlot = Array(repeating: 0, count: scenario.accounts)
@@ -106,6 +109,8 @@ struct RoundDriver {
     mutating func finish() {
         scanLedger()
         outcome.refreshCalls = server.ledger.refreshCalls
+        link.measure(into: &outcome)
+        link.close()
         let observed = observedGenerations
         oracle.auditLedger(server.ledger.entries) { observed.contains($0) }
     }

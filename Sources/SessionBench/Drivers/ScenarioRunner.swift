@@ -22,6 +22,11 @@ public struct ScenarioRunner: Sendable {
     /// one (a runner in a test or a user's program), those scenarios end in `error`, saying why.
     public var sessionProcesses: (any SessionProcessLauncher)?
 
+    /// How stores reach the scenario's token server: `nil` in process (method calls), or a
+    /// transport such as HTTP over loopback sockets. Scenarios over storage reach it through
+    /// their session processes' pipes whatever this says.
+    public var transport: (any EndpointTransport)?
+
     public init(hangTimeout: Duration = .seconds(5), settle: Duration = .milliseconds(1)) {
         self.hangTimeout = hangTimeout
         self.settle = settle

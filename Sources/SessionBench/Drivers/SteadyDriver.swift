@@ -46,7 +46,9 @@ struct SteadyDriver {
                 seed: scenario.seed),
             clock: clock)
         server.setContext("steady reads")
-        let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock))
+        let link = ServerLink(server, runner: runner)
+        defer { link.close() }
+        let store = descriptor.make(SessionStoreConfiguration(endpoint: link.endpoint, clock: clock))
         let signInStart = TokenServer.realNanoseconds()
         do {
             try await store.signIn(Credentials(subject: Subject("steady-user")))
@@ -127,6 +129,7 @@ struct SteadyDriver {
         }
         outcome.latencies = recorder
         outcome.refreshCalls = server.ledger.refreshCalls
+        link.measure(into: &outcome)
         outcome.emptyStoreThroughput = empty.throughput
         outcome.bareLoopThroughput = bare.throughput
         judge(errors, server: server, events: [signedIn])

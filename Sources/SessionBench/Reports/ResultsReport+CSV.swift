@@ -101,6 +101,11 @@ extension ResultsReport {
             default: ""
             }
         }),
+        // How the store reached the server, and what the transport added per refresh.
+        ("transport", { $0.result.transport?.transport ?? "in-process" }),
+        ("transport_refreshes", { $0.result.transport.map { "\($0.refreshes)" } ?? "" }),
+        ("transport_overhead_p50_us", { optional($0.result.transport?.overheadP50Nanoseconds.map { $0 / 1000 }, 1) }),
+        ("transport_overhead_p99_us", { optional($0.result.transport?.overheadP99Nanoseconds.map { $0 / 1000 }, 1) }),
     ]
 
     /// The fixed CSV header.

@@ -77,6 +77,9 @@ public struct ScenarioResult: Sendable, Codable {
     public var stepUp: StepUpFigures?
     /// `session-states`: the most subscribers observed at once (the lag rows are per subscriber).
     public var observers: Int?
+    /// How the store reached the server when not in process (`--transport http`), and what the
+    /// transport added to each refresh call.
+    public var transport: TransportFigures?
     /// The CPUs the measuring process could run on (`0-1`, `0`): pinned with `--cpus`, or all
     /// the system allowed. `nil` if the system does not say.
     public var cpus: String?

@@ -53,7 +53,9 @@ struct SessionStatesDriver {
             configuration: .init(tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, seed: scenario.seed),
             clock: .manual(time))
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        let configuration = SessionStoreConfiguration(endpoint: server, clock: .manual(time), refreshSkew: skew)
+        let link = ServerLink(server, runner: runner)
+        defer { link.close() }
+        let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
         guard let store = descriptor.make(configuration) as? any ObservableSessionStore else {
             outcome.failure = "\(descriptor.name) does not implement ObservableSessionStore: it cannot run session-states"
             return nil
@@ -88,6 +90,7 @@ struct SessionStatesDriver {
             }
         }
         run.checkSequences()
+        link.measure(into: &outcome)
         return server.ledger.refreshCalls
     }
 }

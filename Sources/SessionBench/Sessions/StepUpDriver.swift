@@ -41,8 +41,10 @@ struct StepUpDriver {
             clock: .manual(time))
         let user = SimulatedUser(server: server)
         let skew = min(Duration.seconds(1), stepUpLifetime / 4)
+        let link = ServerLink(server, runner: runner)
+        defer { link.close() }
         let configuration = SessionStoreConfiguration(
-            endpoint: server, clock: .manual(time), refreshSkew: skew, authenticator: user)
+            endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew, authenticator: user)
         guard let store = descriptor.make(configuration) as? any StepUpSessionStore else {
             outcome.failure = "\(descriptor.name) does not implement StepUpSessionStore: it cannot run step-up"
             return
@@ -56,6 +58,7 @@ struct StepUpDriver {
         outcome.refreshCalls = server.ledger.refreshCalls
         outcome.stepUp?.prompts = user.prompts.count
         outcome.stepUp?.elevateCalls = server.ledger.elevateCalls
+        link.measure(into: &outcome)
         session.checkEndedSessions()
     }
 }

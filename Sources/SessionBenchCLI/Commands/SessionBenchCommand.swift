@@ -10,7 +10,8 @@ public struct SessionBenchCommand: AsyncParsableCommand {
         abstract: "Check session-token stores for concurrency bugs and measure what each costs.",
         discussion: exitStatusHelp,
         subcommands: [
-            Compare.self, List.self, Sweep.self, Stress.self, Check.self, RunStore.self, SessionProcessCommand.self,
+            Compare.self, List.self, Sweep.self, Stress.self, Check.self, Serve.self, RunStore.self,
+            SessionProcessCommand.self,
         ],
         defaultSubcommand: Compare.self
     )
@@ -19,12 +20,15 @@ public struct SessionBenchCommand: AsyncParsableCommand {
 
     /// Runs the command line with the built-in stores plus `extraStores` (for a user's own
     /// package), and exits with the documented status.
-    public static func main(extraStores: [StoreDescriptor]) async -> Never {
+    /// `http` brings `serve` and `--transport http` (`LoopbackHTTP.live`, from the
+    /// SessionBenchHTTP product); without it they say how to get them.
+    public static func main(extraStores: [StoreDescriptor], http: LoopbackHTTP? = nil) async -> Never {
         StoreRegistry.register(extraStores)
-        await main(arguments: Array(CommandLine.arguments.dropFirst()))
+        await main(arguments: Array(CommandLine.arguments.dropFirst()), http: http)
     }
 
-    public static func main(arguments: [String]) async -> Never {
+    public static func main(arguments: [String], http: LoopbackHTTP? = nil) async -> Never {
+        if let http { HTTPAvailability.install(http) }
         if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
         ProcessGuard.install()
         do {

@@ -112,6 +112,7 @@ struct Stress: AsyncParsableCommand {
         if store.isReferenceBroken { words.append("--include-broken") }
         if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
         if run.execution.inProcess { words.append("--in-process") }
+        if run.execution.transport == .http { words += ["--transport", "http"] }
         return words.joined(separator: " ")
     }
 }

@@ -14,11 +14,14 @@ enum IsolatedRun {
         var store: String
         var scenarios: [Scenario]
         var hangTimeoutSeconds: Double
+        /// How the store reaches the server; in process when absent.
+        var transport: TransportChoice?
 
-        init(store: String, scenarios: [Scenario], hangTimeout: Double) {
+        init(store: String, scenarios: [Scenario], hangTimeout: Double, transport: TransportChoice = .inProcess) {
             self.store = store
             self.scenarios = scenarios
             hangTimeoutSeconds = hangTimeout
+            self.transport = transport
         }
     }
 
@@ -34,9 +37,10 @@ enum IsolatedRun {
     /// `Process` left a crashed child unreaped under ThreadSanitizer and spun waiting on it).
     static func run(
         store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Double, setup: MeasuringSetup,
+        transport: TransportChoice = .inProcess,
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
-        let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout)
+        let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout, transport: transport)
         // Scenarios over storage keep their folders under one this process owns, so they go
         // even when the child is killed past its budget.
         let storageRoot = scenarios.contains(where: \.needsStorage) ? Self.storageRoot() : nil

@@ -10,6 +10,12 @@ import Synchronization
 enum ProcessGuard {
     private static let state = Mutex<(children: Set<pid_t>, temporaries: Set<String>)>(([], []))
     private static let sources = Mutex<[DispatchSourceSignal]>([])
+    /// What the first terminating signal does instead of ending the process (`serve` stops and
+    /// reports); a second signal ends it as usual.
+    private static let stopHandler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Makes the next SIGTERM, SIGINT or SIGHUP call `handler` instead of ending the process.
+    static func onStop(_ handler: @escaping @Sendable () -> Void) { stopHandler.withLock { $0 = handler } }
 
     /// The signals that end a run early, and whose default the children get back.
     static let terminating: [Int32] = [SIGTERM, SIGINT, SIGHUP]
@@ -24,7 +30,13 @@ enum ProcessGuard {
             for number in terminating {
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global(qos: .userInteractive))
-                source.setEventHandler { terminate(number) }
+                source.setEventHandler {
+                    if let handler = stopHandler.withLock({ handler in defer { handler = nil }; return handler }) {
+                        handler()
+                    } else {
+                        terminate(number)
+                    }
+                }
                 source.resume()
                 sources.append(source)
             }

@@ -18,7 +18,23 @@ struct ExecutionOptions: ParsableArguments {
     @Flag(name: .long, help: "No progress lines on standard error.")
     var quiet = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How stores reach the token server: in-process or http.",
+            discussion: """
+                http serves each scenario's token server over HTTP on 127.0.0.1 and gives the store an endpoint \
+                that calls it with AsyncHTTPClient: real sockets, form bodies and JSON in every refresh. The \
+                checks read the same ledger. Scenarios over storage reach the server through their session \
+                processes and cannot run over http.
+                """))
+    var transport: TransportChoice = .inProcess
+
     static let defaultHangTimeout = 5.0
+
+    func validate() throws {
+        _ = try transport.resolved()
+    }
 
     /// `--hang-timeout`, or 5 seconds.
     var hangTimeout: Double { hangTimeoutOption ?? Self.defaultHangTimeout }

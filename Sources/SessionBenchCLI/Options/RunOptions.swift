@@ -85,6 +85,11 @@ struct RunOptions: ParsableArguments {
         try setup.validate(inProcess: execution.inProcess)
         let stores = try resolvedStores()
         let scenarios = try resolvedScenarios()
+        if execution.transport == .http, let stored = scenarios.first(where: \.needsStorage) {
+            throw UsageError(
+                "--transport http: \(stored.name) reaches the server through its session processes' pipes; "
+                    + "run the scenarios over storage without --transport http")
+        }
         if stores.allSatisfy({ Execution.scenarios(scenarios, for: $0).isEmpty }) {
             let able = StoreRegistry.all.filter { !Execution.scenarios(scenarios, for: $0).isEmpty }.map(\.name)
             throw UsageError(

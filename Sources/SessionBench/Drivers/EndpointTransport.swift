@@ -1,0 +1,110 @@
+import SessionContract
+import TokenServer
+
+/// How a store reaches the token server a scenario runs. In process (no transport), the store
+/// calls the server's methods; over a transport it calls an endpoint that carries each call to
+/// the same server, over real sockets, say. The harness keeps its own hold on the server (the
+/// ledger, the gate, scripted faults), so every check reads the same ledger either way.
+public protocol EndpointTransport: Sendable {
+    /// A short name for reports: `http`.
+    var name: String { get }
+
+    /// An endpoint through which a store reaches `server`. The transport may hold `server`
+    /// until ``TransportEndpoint/close()``.
+    func endpoint(for server: TokenServer) -> any TransportEndpoint
+}
+
+/// A store's way to one token server over a transport.
+public protocol TransportEndpoint: StepUpEndpoint {
+    /// Each refresh call's round trip less the server's own time, as the server reported it:
+    /// what the transport adds (encoding, sockets, parsing), in nanoseconds, in call order.
+    func refreshOverheads() -> [Int64]
+
+    /// Lets the server go; later calls fail as `transient`.
+    func close()
+}
+
+/// What a transport added to the refresh calls of one run.
+public struct TransportFigures: Sendable, Hashable, Codable {
+    public var transport: String
+    /// Refresh calls measured.
+    public var refreshes: Int
+    public var overheadP50Nanoseconds: Double?
+    public var overheadP99Nanoseconds: Double?
+
+    public init(transport: String, overheads: [Int64]) {
+        self.transport = transport
+        refreshes = overheads.count
+        let sorted = overheads.sorted()
+        func percentile(_ fraction: Double) -> Double? {
+            guard !sorted.isEmpty else { return nil }
+            let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
+            return Double(sorted[min(max(rank, 0), sorted.count - 1)])
+        }
+        overheadP50Nanoseconds = percentile(0.50)
+        overheadP99Nanoseconds = percentile(0.99)
+    }
+}
+
+/// A scenario's server as its store sees it: the server itself in process, or an endpoint that
+/// reaches it over the runner's transport.
+struct ServerLink {
+    let server: TokenServer
+    let remote: (any TransportEndpoint)?
+    let transportName: String?
+
+    init(_ server: TokenServer, runner: ScenarioRunner) {
+        self.server = server
+        transportName = runner.transport?.name
+        remote = runner.transport?.endpoint(for: server)
+    }
+
+    /// What the store is configured with.
+    var endpoint: any StepUpEndpoint { remote ?? server }
+
+    /// Writes what the transport added into `outcome`.
+    func measure(into outcome: inout DriverOutcome) {
+        guard let remote, let transportName else { return }
+        outcome.transportName = transportName
+        outcome.transportOverheads += remote.refreshOverheads()
+    }
+
+    /// Lets the transport go.
+    func close() { remote?.close() }
+}
+
+/// What a build with HTTP brings to the command line: the transport `--transport http` runs
+/// stores over, and the loopback server `serve` runs. The `session-bench` executable passes
+/// the SessionBenchHTTP module's; a build without the HTTP trait has none.
+public struct LoopbackHTTP: Sendable {
+    /// A token server being served.
+    public struct Running: Sendable {
+        public let port: Int
+        /// Stops listening and closes every connection.
+        public let stop: @Sendable () async -> Void
+
+        public init(port: Int, stop: @escaping @Sendable () async -> Void) {
+            self.port = port
+            self.stop = stop
+        }
+    }
+
+    public let transport: any EndpointTransport
+    /// Serves `server` on loopback `host`:`port` (0 picks a free port), closing connections
+    /// that send no whole request within `idleTimeout`; `onStopRequest` is called when a client
+    /// asks the server to stop.
+    public let serve:
+        @Sendable (
+            _ server: TokenServer, _ host: String, _ port: Int, _ idleTimeout: Duration,
+            _ onStopRequest: @escaping @Sendable () -> Void
+        ) async throws -> Running
+
+    public init(
+        transport: any EndpointTransport,
+        serve: @escaping @Sendable (TokenServer, String, Int, Duration, @escaping @Sendable () -> Void) async throws ->
+            Running
+    ) {
+        self.transport = transport
+        self.serve = serve
+    }
+}

@@ -1,0 +1,225 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+import TokenServer
+
+/// `session-bench serve`: the token server over HTTP, for a client the tool cannot see inside.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the OAuth token server over HTTP on loopback; print the ledger's verdicts when stopped.",
+        discussion: """
+            Token endpoint: POST /oauth/token, form-encoded: grant_type=refresh_token (rotating; a used \
+            refresh token presented again revokes the session), password, client_credentials; errors as \
+            RFC 6749 §5.2.
+
+            Protected resource: GET /resource with a bearer token; an expired, revoked or unknown one gets \
+            401 and WWW-Authenticate: Bearer error="invalid_token".
+
+            Discovery: /.well-known/oauth-authorization-server and /.well-known/oauth-protected-resource.
+
+            Admin: GET /admin/verdicts?format=table|csv|json|markdown (the verdicts so far); \
+            POST /admin/shutdown (stops, as SIGINT does).
+
+            The first line on standard output is 'listening on http://127.0.0.1:PORT'. On SIGINT, SIGTERM \
+            or POST /admin/shutdown the server stops, prints the verdicts (single-flight, no-reuse, \
+            no-stale-401-refresh, stops-after-invalid-grant, one-sign-in-at-a-time) and exits. Tokens and \
+            user ids are never printed.
+
+            Exit status: 0 when every verdict passed; 1 when one failed; 2 for bad usage or a port that \
+            cannot be had.
+            """)
+
+    @Option(name: .long, help: "Loopback address to listen on: 127.0.0.1, ::1 or localhost.")
+    var host = "127.0.0.1"
+
+    @Option(
+        name: .long, help: "Port to listen on, 0 to 65535; 0 picks a free one and prints it.",
+        transform: ArgumentText.whole(0...65535))
+    var port = 0
+
+    @Option(
+        name: .customLong("token-lifetime"),
+        help: "How long an access token lives, 1s to 1d (default: 60s).",
+        transform: ArgumentText.duration(1...86_400, rangeText: "1s and 1d"))
+    var tokenLifetime: DurationArgument?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Token endpoint latency: 20ms (fixed), 5ms-50ms (uniform) or 20ms~0.5 (log-normal median~sigma).",
+            discussion: "Default: answers at once. Draws are seeded by --seed."),
+        transform: LatencyText.parse)
+    var latency: LatencyModel?
+
+    @Option(
+        name: .customLong("transient-rate"), help: "Fraction of refreshes answered 503, 0 to 1.",
+        transform: ArgumentText.decimal(0...1, unit: "a fraction"))
+    var transientRate = 0.0
+
+    @Option(
+        name: .customLong("timeout-rate"),
+        help: "Fraction of refreshes answered 504 after --timeout-after, the server doing nothing, 0 to 1.",
+        transform: ArgumentText.decimal(0...1, unit: "a fraction"))
+    var timeoutRate = 0.0
+
+    @Option(
+        name: .customLong("lost-response-rate"),
+        help: "Fraction of refreshes that rotate the token but answer 504, 0 to 1.",
+        transform: ArgumentText.decimal(0...1, unit: "a fraction"))
+    var lostResponseRate = 0.0
+
+    @Option(
+        name: .customLong("timeout-after"), help: "How long a timed-out refresh waits, 1ms to 1h (default: 50ms).",
+        transform: ArgumentText.duration(0.001...3600, rangeText: "1ms and 1h"))
+    var timeoutAfter: DurationArgument?
+
+    @Option(
+        name: .customLong("reuse-grace"),
+        help: "How long a used refresh token may come back without revoking the session, 0s to 1h (default: 0s).",
+        transform: ArgumentText.duration(0...3600, rangeText: "0s and 1h"))
+    var reuseGrace: DurationArgument?
+
+    @Option(
+        name: .long, help: "Seed for latencies, faults and token bytes, 0 to 2^64-1.",
+        transform: ArgumentText.seed)
+    var seed: UInt64 = 1
+
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: "Seconds a connection may go without a whole request before it is closed, 0.1 to 3600.",
+        transform: ArgumentText.decimal(0.1...3600, unit: "seconds"))
+    var idleTimeout = 10.0
+
+    @Option(name: .long, help: "Verdict format: table, csv, json or markdown.")
+    var format: OutputOptions.Format = .table
+
+    @Option(
+        name: .long,
+        help: "Also write the verdicts to this file (.csv, .json, .md by extension; - for standard output).")
+    var output: [String] = []
+
+    @Flag(name: .long, help: "No lines on standard error.")
+    var quiet = false
+
+    func validate() throws {
+        guard OAuthServing.isLoopback(host) else {
+            throw UsageError("--host '\(Printable.name(host))': serve listens on loopback only; give 127.0.0.1, ::1 or localhost")
+        }
+        let rates = [transientRate, timeoutRate, lostResponseRate]
+        guard rates.reduce(0, +) <= 1 else {
+            throw UsageError("--transient-rate, --timeout-rate and --lost-response-rate must sum to at most 1")
+        }
+        _ = try targets()
+    }
+
+    private func targets() throws(UsageError) -> [OutputTarget] {
+        var options = OutputOptions()
+        options.format = format
+        options.output = output
+        return try options.targets()
+    }
+
+    mutating func run() async throws {
+        let http = try HTTPAvailability.required("serve")
+        let server = TokenServer(
+            configuration: .init(
+                tokenLifetime: tokenLifetime?.duration ?? .seconds(60), reuseGraceWindow: reuseGrace?.duration ?? .zero,
+                latency: latency ?? .none,
+                faults: FaultModel(
+                    transientFailureRate: transientRate, timeoutRate: timeoutRate,
+                    timeoutAfter: timeoutAfter?.duration ?? .milliseconds(50), lostResponseRate: lostResponseRate),
+                seed: seed),
+            clock: .system)
+        let stop = StopSignal()
+        ProcessGuard.onStop { stop.fire() }
+        let running: LoopbackHTTP.Running
+        do {
+            running = try await http.serve(
+                server, host, port, DurationText.duration(seconds: idleTimeout), { stop.fire() })
+        } catch {
+            throw UsageError("serve: \(error)")
+        }
+        let address = host.contains(":") ? "[\(host)]" : host
+        // Unbuffered: a script waiting for the port reads it at once.
+        FileHandle.standardOutput.write(Data("listening on http://\(address):\(running.port)\n".utf8))
+        if !quiet {
+            Log.progress(
+                "session-bench serve: token endpoint POST /oauth/token, resource GET /resource, "
+                    + "verdicts GET /admin/verdicts; stop with Ctrl-C, SIGTERM or POST /admin/shutdown")
+        }
+        await stop.wait()
+        await running.stop()
+        let verdicts = LedgerVerdicts(ledger: server.ledger, tokenLifetime: server.configuration.tokenLifetime)
+        try emit(verdicts)
+        if !verdicts.passed { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+
+    private func emit(_ verdicts: LedgerVerdicts) throws {
+        func render(_ format: OutputOptions.Format) throws -> String {
+            switch format {
+            case .table: verdicts.table()
+            case .csv: verdicts.csv()
+            case .json: try verdicts.json()
+            case .markdown: verdicts.markdown()
+            }
+        }
+        var options = OutputOptions()
+        options.format = format
+        let targets = try targets()
+        var outputs: [(target: OutputTarget, text: String)] = []
+        for target in targets {
+            outputs.append((target, try render(target.kind == .standardOutput ? format : options.format(for: target.path))))
+        }
+        if !targets.contains(where: { $0.kind == .standardOutput }) {
+            outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(targets.isEmpty ? format : .table)))
+        }
+        try OutputWriter.write(outputs)
+    }
+}
+
+/// A one-shot event: the first of a signal, an admin request or anything else that stops `serve`.
+final class StopSignal: Sendable {
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() { (stream, continuation) = AsyncStream.makeStream() }
+
+    func fire() { continuation.finish() }
+
+    func wait() async { for await _ in stream {} }
+}
+
+/// Names the command line needs from the HTTP side without depending on it.
+enum OAuthServing {
+    static func isLoopback(_ host: String) -> Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
+}
+
+/// `--latency` for `serve`.
+enum LatencyText {
+    static let help = "give 20ms (fixed), 5ms-50ms (uniform) or 20ms~0.5 (log-normal median~sigma)"
+
+    @Sendable static func parse(_ text: String) throws -> LatencyModel {
+        struct Invalid: Error, CustomStringConvertible { let description: String }
+        func duration(_ part: Substring) throws -> Duration {
+            guard let seconds = DurationText.seconds(String(part)), (0...60).contains(seconds) else {
+                throw Invalid(description: "'\(Printable.name(String(part)))' is not a duration between 0s and 60s; \(help)")
+            }
+            return DurationText.duration(seconds: seconds)
+        }
+        if let tilde = text.firstIndex(of: "~") {
+            guard let sigma = Double(text[text.index(after: tilde)...]), (0...3).contains(sigma) else {
+                throw Invalid(description: "the log-normal sigma must be a number between 0 and 3; \(help)")
+            }
+            return .logNormal(median: try duration(text[..<tilde]), sigma: sigma)
+        }
+        let bounds = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        if bounds.count == 2 {
+            let low = try duration(bounds[0]), high = try duration(bounds[1])
+            guard low <= high else { throw Invalid(description: "the lower bound is above the upper; \(help)") }
+            return .uniform(low, high)
+        }
+        let fixed = try duration(Substring(text))
+        return fixed == .zero ? .none : .fixed(fixed)
+    }
+}

@@ -1,0 +1,354 @@
+#if HTTP
+import Foundation
+internal import HTTPTypes
+internal import Hummingbird
+internal import HummingbirdCore
+internal import NIOCore
+import SessionBench
+import SessionContract
+import TokenServer
+
+/// The answers: each a function of the request and the token server behind it.
+struct TokenRoutes: Sendable {
+    let limits: OAuthHTTPServer.Limits
+
+    static let serverTiming = HTTPField.Name("Server-Timing")!
+    static let pragma = HTTPField.Name("Pragma")!
+    static let harness = HTTPField.Name(OAuthWire.harnessHeader)!
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+
+    // MARK: Token endpoint (RFC 6749 §3.2, §5, §6)
+
+    /// A token request. Its body is read, and the grant decided, in a task that is cancelled if
+    /// the client hangs up: the server then sees a dropped connection, as the in-process
+    /// server sees a cancelled call (`dropped` before it acted, `responseLost` after).
+    func token(_ request: Request, server: TokenServer) async -> Response {
+        let started = TokenServer.realNanoseconds()
+        let harness = request.headers[Self.harness] == "1"
+        let type = request.headers[.contentType]?.lowercased() ?? ""
+        guard type.hasPrefix("application/x-www-form-urlencoded") else {
+            return Self.error(
+                .badRequest, "invalid_request", "the token endpoint takes application/x-www-form-urlencoded")
+        }
+        let authorization = request.headers[.authorization]
+        do {
+            var response = try await request.body.consumeWithCancellationOnInboundClose { body in
+                let buffer: ByteBuffer
+                switch await collect(body) {
+                case .success(let collected): buffer = collected
+                case .failure(.tooLarge):
+                    return Self.error(
+                        .contentTooLarge, "invalid_request", "the body is over \(limits.bodyLimit) bytes")
+                case .failure(.tooSlow):
+                    return Self.error(
+                        .requestTimeout, "invalid_request",
+                        "the body did not arrive within \(limits.bodyTimeout.secondsValue.formatted()) s")
+                case .failure(.broken):
+                    return Self.error(.badRequest, "invalid_request", "the body could not be read")
+                }
+                switch OAuthWire.decodeForm(String(buffer: buffer)) {
+                case .failure(.malformed):
+                    return Self.error(.badRequest, "invalid_request", "the form body is not valid percent-encoding")
+                case .failure(.repeated(let name)):
+                    return Self.error(
+                        .badRequest, "invalid_request", "parameter '\(Self.shown(name))' was given more than once")
+                case .success(let form):
+                    return await grant(form, authorization: authorization, server: server, harness: harness)
+                }
+            }
+            let elapsed = Double(TokenServer.realNanoseconds() - started) / 1e6
+            response.headers[Self.serverTiming] = "app;dur=\(String(format: "%.3f", elapsed))"
+            return response
+        } catch {
+            // The client hung up; no one reads the answer.
+            return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
+        }
+    }
+
+    enum BodyProblem: Error {
+        case tooLarge, tooSlow, broken
+    }
+
+    /// The whole body, within the size and time limits.
+    private func collect(_ body: RequestBody) async -> Result<ByteBuffer, BodyProblem> {
+        let limit = limits.bodyLimit
+        let deadline = limits.bodyTimeout
+        return await withTaskGroup(of: Result<ByteBuffer, BodyProblem>?.self) { group in
+            group.addTask {
+                var buffer = ByteBuffer()
+                do {
+                    for try await part in body {
+                        guard buffer.readableBytes + part.readableBytes <= limit else { return .failure(.tooLarge) }
+                        var part = part
+                        buffer.writeBuffer(&part)
+                    }
+                } catch {
+                    return .failure(.broken)
+                }
+                return .success(buffer)
+            }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return Task.isCancelled ? nil : .failure(.tooSlow)
+            }
+            defer { group.cancelAll() }
+            while let next = await group.next() {
+                if let next { return next }
+            }
+            return .failure(.broken)
+        }
+    }
+
+    private func grant(
+        _ form: [String: String], authorization: String?, server: TokenServer, harness: Bool
+    ) async -> Response {
+        switch form["grant_type"] {
+        case "refresh_token":
+            guard let token = form["refresh_token"], !token.isEmpty else {
+                return Self.error(.badRequest, "invalid_request", "refresh_token is missing")
+            }
+            return answer(await server.refreshResult(RefreshToken(token)), server: server, harness: harness)
+        case "password":
+            guard let username = form["username"], !username.isEmpty else {
+                return Self.error(.badRequest, "invalid_request", "username is missing")
+            }
+            let credentials = Credentials(subject: Subject(username), secret: form["password"] ?? "")
+            return answer(await server.signInResult(credentials), server: server, harness: harness)
+        case "client_credentials":
+            // A machine client: each grant starts a session of its own, with a refresh token.
+            guard let client = Self.clientID(authorization: authorization, form: form) else {
+                return Self.error(
+                    .unauthorized, "invalid_client",
+                    "client_credentials needs the client's id: HTTP Basic authentication or client_id")
+            }
+            return answer(await server.signInResult(Credentials(subject: Subject(client))), server: server, harness: harness)
+        case OAuthWire.stepUpGrant:
+            guard let value = form["access_token"], let proof = form["proof"] else {
+                return Self.error(.badRequest, "invalid_request", "a step-up needs access_token and proof")
+            }
+            guard let access = server.accessToken(value: value) else {
+                return Self.error(.badRequest, "invalid_grant", "the access token is unknown")
+            }
+            let result: Result<ElevatedToken, TokenEndpointError>
+            do throws(TokenEndpointError) {
+                result = .success(try await server.elevate(access, proof: StepUpProof(subject: access.subject, value: proof)))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let elevated):
+                return Self.json(
+                    .ok,
+                    OAuthWire.TokenAnswer(
+                        accessToken: elevated.value, expiresIn: Self.seconds(until: elevated.expiresAt, server: server),
+                        refreshToken: nil,
+                        sessionBench: harness
+                            ? .init(
+                                generation: elevated.generation, expiresAtNanoseconds: elevated.expiresAt.nanoseconds,
+                                subject: elevated.subject.rawValue, baseGeneration: elevated.baseGeneration)
+                            : nil))
+            case .failure(let error):
+                return Self.failure(error)
+            }
+        case nil:
+            return Self.error(.badRequest, "invalid_request", "grant_type is missing")
+        case let other?:
+            return Self.error(
+                .badRequest, "unsupported_grant_type",
+                "grant_type '\(Self.shown(other))' is not one of refresh_token, password, client_credentials, \(OAuthWire.stepUpGrant)")
+        }
+    }
+
+    private func answer(_ result: Result<TokenGrant, TokenEndpointError>, server: TokenServer, harness: Bool) -> Response {
+        switch result {
+        case .success(let grant):
+            let access = grant.accessToken
+            return Self.json(
+                .ok,
+                OAuthWire.TokenAnswer(
+                    accessToken: access.value, expiresIn: Self.seconds(until: access.expiresAt, server: server),
+                    refreshToken: grant.refreshToken.value,
+                    sessionBench: harness
+                        ? .init(
+                            generation: access.generation, expiresAtNanoseconds: access.expiresAt.nanoseconds,
+                            subject: access.subject.rawValue, baseGeneration: nil)
+                        : nil))
+        case .failure(let error):
+            return Self.failure(error)
+        }
+    }
+
+    /// Whole seconds left, never negative (RFC 6749's `expires_in`).
+    static func seconds(until instant: TokenInstant, server: TokenServer) -> Int {
+        max(0, Int(instant.duration(since: server.now()).secondsValue.rounded(.down)))
+    }
+
+    static func failure(_ error: TokenEndpointError) -> Response {
+        switch error {
+        case .invalidGrant:
+            Self.error(.badRequest, "invalid_grant", "the refresh token is unknown, used, or its session revoked")
+        case .invalidCredentials:
+            Self.error(.badRequest, "invalid_grant", "the credentials were refused")
+        case .transient:
+            Self.error(.serviceUnavailable, "temporarily_unavailable", "try again")
+        case .timeout:
+            Self.error(.gatewayTimeout, "temporarily_unavailable", "no answer in time")
+        }
+    }
+
+    /// The client's id: HTTP Basic (RFC 6749 §2.3.1) or `client_id` in the body.
+    static func clientID(authorization: String?, form: [String: String]) -> String? {
+        if let authorization, authorization.lowercased().hasPrefix("basic "),
+            let data = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+            let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        {
+            let id = String(text[..<colon]).removingPercentEncoding ?? ""
+            if !id.isEmpty { return id }
+        }
+        if let id = form["client_id"], !id.isEmpty { return id }
+        return nil
+    }
+
+    // MARK: Protected resource (RFC 6750)
+
+    func resource(_ request: Request, server: TokenServer) -> Response {
+        // Where a client finds the authorization server (RFC 9728 §5.1).
+        let metadata = Self.base(of: request) + "/.well-known/oauth-protected-resource" + request.uri.path
+        let realm = #"Bearer realm="session-bench", resource_metadata=""# + metadata + #"""#
+        guard let header = request.headers[.authorization] else {
+            return Response(status: .unauthorized, headers: [.wwwAuthenticate: realm])
+        }
+        let parts = header.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return Response(
+                status: .badRequest,
+                headers: [.wwwAuthenticate: realm + #", error="invalid_request", error_description="Authorization is not Bearer <token>""#])
+        }
+        switch server.checkAccess(String(parts[1])) {
+        case nil:
+            return Self.json(.ok, ["ok": true])
+        case let rejection?:
+            let why =
+                switch rejection {
+                case .expired: "The access token expired"
+                case .revoked: "The session was revoked"
+                case .unknown: "The access token is unknown"
+                }
+            return Response(
+                status: .unauthorized,
+                headers: [.wwwAuthenticate: realm + #", error="invalid_token", error_description=""# + why + #"""#])
+        }
+    }
+
+    // MARK: Metadata (RFC 8414, RFC 9728)
+
+    /// The base URL as the client reached it: its Host, and `https` if a proxy in front says so.
+    static func base(of request: Request) -> String {
+        let proto = request.headers[forwardedProto]?.lowercased() == "https" ? "https" : "http"
+        let host = request.head.authority ?? "127.0.0.1"
+        return "\(proto)://\(host)"
+    }
+
+    func authorizationServerMetadata(_ request: Request) -> Response {
+        let base = Self.base(of: request)
+        return Self.json(
+            .ok,
+            AuthorizationServerMetadata(
+                issuer: base, tokenEndpoint: base + OAuthWire.tokenPath,
+                grantTypesSupported: ["refresh_token", "password", "client_credentials", OAuthWire.stepUpGrant],
+                tokenEndpointAuthMethodsSupported: ["client_secret_basic", "client_secret_post", "none"],
+                responseTypesSupported: []))
+    }
+
+    /// The resource is the path after the well-known prefix (RFC 9728 §3.1): `…/oauth-protected-resource/mcp`
+    /// describes `/mcp`; the bare prefix describes the whole origin.
+    func protectedResourceMetadata(_ request: Request) -> Response {
+        let base = Self.base(of: request)
+        let path = String(request.uri.path.dropFirst("/.well-known/oauth-protected-resource".count))
+        return Self.json(
+            .ok,
+            ProtectedResourceMetadata(
+                resource: base + path, authorizationServers: [base], bearerMethodsSupported: ["header"]))
+    }
+
+    struct AuthorizationServerMetadata: Encodable {
+        let issuer: String
+        let tokenEndpoint: String
+        let grantTypesSupported: [String]
+        let tokenEndpointAuthMethodsSupported: [String]
+        let responseTypesSupported: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case issuer
+            case tokenEndpoint = "token_endpoint"
+            case grantTypesSupported = "grant_types_supported"
+            case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
+            case responseTypesSupported = "response_types_supported"
+        }
+    }
+
+    struct ProtectedResourceMetadata: Encodable {
+        let resource: String
+        let authorizationServers: [String]
+        let bearerMethodsSupported: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case resource
+            case authorizationServers = "authorization_servers"
+            case bearerMethodsSupported = "bearer_methods_supported"
+        }
+    }
+
+    // MARK: Admin
+
+    /// The ledger's verdicts so far: `?format=table|csv|json|markdown` (table by default).
+    func verdicts(_ request: Request, server: TokenServer) -> Response {
+        let verdicts = LedgerVerdicts(ledger: server.ledger, tokenLifetime: server.configuration.tokenLifetime)
+        let format = request.uri.queryParameters.get("format") ?? "table"
+        let text: String
+        let type: String
+        switch format {
+        case "json":
+            text = (try? verdicts.json()) ?? "{}"
+            type = "application/json"
+        case "csv":
+            text = verdicts.csv()
+            type = "text/csv"
+        case "markdown":
+            text = verdicts.markdown()
+            type = "text/markdown"
+        case "table":
+            text = verdicts.table()
+            type = "text/plain; charset=utf-8"
+        default:
+            return Self.error(.badRequest, "invalid_request", "format must be table, csv, json or markdown")
+        }
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: Answers
+
+    static func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
+        let data = (try? JSONEncoder().encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json", .cacheControl: "no-store", pragma: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ code: String, _ description: String) -> Response {
+        json(status, OAuthWire.ErrorAnswer(error: code, errorDescription: description))
+    }
+
+    static func unknownServer() -> Response {
+        error(.notFound, "invalid_request", "no token server is registered at this path")
+    }
+
+    /// Client-supplied text in an answer: printable ASCII only, and not too long.
+    static func shown(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 32 && $0.value < 127 ? $0 : "?" }))
+    }
+}
+#endif
