@@ -202,6 +202,12 @@ public final class OAuthHTTPServer: Sendable {
         router.get("admin/verdicts") { request, _ in routes.verdicts(request, server: root) }
         let stop = onStopRequest
         router.post("admin/shutdown") { request, _ in
+            // A header a web page cannot send to another origin without a preflight, which
+            // serve never answers: a page open in the tester's browser cannot stop it.
+            guard request.headers[TokenRoutes.admin] != nil else {
+                return TokenRoutes.error(
+                    .forbidden, "access_denied", "send the header \(OAuthWire.adminHeader): stop to stop serve")
+            }
             let response = routes.verdicts(request, server: root)
             // After the answer has gone out.
             Task {

@@ -14,6 +14,8 @@ enum OAuthWire {
     /// A request with this header set to `1` gets the harness's fields beside the standard ones
     /// (generation, expiry instant, subject): what a store's ``AccessToken`` is made of.
     static let harnessHeader = "X-Session-Bench-Harness"
+    /// `POST /admin/shutdown` needs this header (any value).
+    static let adminHeader = "X-Session-Bench-Admin"
 
     /// `application/x-www-form-urlencoded`: `+` is a space, `%XX` a byte; every name once.
     static func decodeForm(_ text: String) -> Result<[String: String], FormError> {

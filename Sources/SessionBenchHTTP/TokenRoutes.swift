@@ -15,6 +15,7 @@ struct TokenRoutes: Sendable {
     static let serverTiming = HTTPField.Name("Server-Timing")!
     static let pragma = HTTPField.Name("Pragma")!
     static let harness = HTTPField.Name(OAuthWire.harnessHeader)!
+    static let admin = HTTPField.Name(OAuthWire.adminHeader)!
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
 
     // MARK: Token endpoint (RFC 6749 §3.2, §5, §6)
@@ -49,15 +50,19 @@ struct TokenRoutes: Sendable {
                 switch OAuthWire.decodeForm(String(buffer: buffer)) {
                 case .failure(.malformed):
                     return Self.error(.badRequest, "invalid_request", "the form body is not valid percent-encoding")
-                case .failure(.repeated(let name)):
-                    return Self.error(
-                        .badRequest, "invalid_request", "parameter '\(Self.shown(name))' was given more than once")
+                case .failure(.repeated):
+                    // Names and values are never echoed: a client that put a token in the wrong
+                    // place would get it back in an answer it may log.
+                    return Self.error(.badRequest, "invalid_request", "a parameter was given more than once")
                 case .success(let form):
                     return await grant(form, authorization: authorization, server: server, harness: harness)
                 }
             }
             let elapsed = Double(TokenServer.realNanoseconds() - started) / 1e6
             response.headers[Self.serverTiming] = "app;dur=\(String(format: "%.3f", elapsed))"
+            // The connection ends with this answer (the hang-up watch above read past it): a
+            // client must not send its next request on it, or that request goes unanswered.
+            response.headers[.connection] = "close"
             return response
         } catch {
             // The client hung up; no one reads the answer.
@@ -121,7 +126,7 @@ struct TokenRoutes: Sendable {
                     .unauthorized, "invalid_client",
                     "client_credentials needs the client's id: HTTP Basic authentication or client_id")
             }
-            return answer(await server.signInResult(Credentials(subject: Subject(client))), server: server, harness: harness)
+            return answer(.success(await server.signInClient(Subject(client))), server: server, harness: harness)
         case OAuthWire.stepUpGrant:
             guard let value = form["access_token"], let proof = form["proof"] else {
                 return Self.error(.badRequest, "invalid_request", "a step-up needs access_token and proof")
@@ -152,10 +157,10 @@ struct TokenRoutes: Sendable {
             }
         case nil:
             return Self.error(.badRequest, "invalid_request", "grant_type is missing")
-        case let other?:
+        case _?:
             return Self.error(
                 .badRequest, "unsupported_grant_type",
-                "grant_type '\(Self.shown(other))' is not one of refresh_token, password, client_credentials, \(OAuthWire.stepUpGrant)")
+                "grant_type is not one of refresh_token, password, client_credentials, \(OAuthWire.stepUpGrant)")
         }
     }
 
@@ -178,9 +183,10 @@ struct TokenRoutes: Sendable {
         }
     }
 
-    /// Whole seconds left, never negative (RFC 6749's `expires_in`).
+    /// Seconds left, to the nearest, never negative (RFC 6749's `expires_in`): a 60 s token
+    /// answered 2 ms after it was made says 60, not 59, and a 1 s token says 1, not 0.
     static func seconds(until instant: TokenInstant, server: TokenServer) -> Int {
-        max(0, Int(instant.duration(since: server.now()).secondsValue.rounded(.down)))
+        max(0, Int(instant.duration(since: server.now()).secondsValue.rounded(.toNearestOrAwayFromZero)))
     }
 
     static func failure(_ error: TokenEndpointError) -> Response {
@@ -346,9 +352,5 @@ struct TokenRoutes: Sendable {
         error(.notFound, "invalid_request", "no token server is registered at this path")
     }
 
-    /// Client-supplied text in an answer: printable ASCII only, and not too long.
-    static func shown(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.prefix(64).map { $0.isASCII && $0.value >= 32 && $0.value < 127 ? $0 : "?" }))
-    }
 }
 #endif

@@ -59,8 +59,8 @@ public struct LedgerEntry: Sendable, Hashable {
     public internal(set) var lostByClient: Bool = false
     /// What the harness was doing when the call arrived (`round 4, sign-out race`), for traces.
     public let context: String
-    /// For a sign-in: who asked, as a number the server gave the user or client (1, 2, …), so
-    /// that concurrent grants for one client can be told apart without naming it.
+    /// For a machine client's grant (client credentials): which client, as a number the server
+    /// gave it (1, 2, …), so that concurrent grants for one client show without naming it.
     public internal(set) var principal: UInt64?
 
     /// Whether the server acted on the presented refresh token: a redemption in the sense of

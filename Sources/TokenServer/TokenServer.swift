@@ -79,7 +79,7 @@ public final class TokenServer: StepUpEndpoint {
         /// HTTP look a presented bearer token up in. Kept only while ``keepsAccessTokens``.
         var accessTokens: [String: AccessToken] = [:]
         var keepsAccessTokens = false
-        /// Each user or client that signed in, numbered in order of first sign-in.
+        /// Each machine client that was granted tokens, numbered in order of its first grant.
         var principals: [Subject: UInt64] = [:]
     }
 
@@ -133,13 +133,27 @@ public final class TokenServer: StepUpEndpoint {
     }
 
     public func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
+        await grant(credentials, client: false)
+    }
+
+    /// A grant for a machine client (OAuth client credentials): a session of its own, as a
+    /// sign-in starts, recorded with the client's number (``LedgerEntry/principal``).
+    public func signInClient(_ client: Subject) async -> TokenGrant {
+        await grant(Credentials(subject: client), client: true)
+    }
+
+    private func grant(_ credentials: Credentials, client: Bool) async -> TokenGrant {
         let sentAt = Self.realNanoseconds()
         let (grant, delay, index) = state.withLock(visibleTo: self) { state in
             let family = UInt64(state.families.count + 1)
             state.families[family] = Family(subject: credentials.subject)
             let grant = issue(&state, family: family)
-            let principal = state.principals[credentials.subject] ?? UInt64(state.principals.count + 1)
-            state.principals[credentials.subject] = principal
+            var principal: UInt64?
+            if client {
+                let number = state.principals[credentials.subject] ?? UInt64(state.principals.count + 1)
+                state.principals[credentials.subject] = number
+                principal = number
+            }
             let index = state.ledger.append(
                 at: clock.now(), call: .signIn, family: family, presentedGeneration: nil, outcome: .issued,
                 issuedGeneration: grant.accessToken.generation, sentAt: sentAt, context: state.context,

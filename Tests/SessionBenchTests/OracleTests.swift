@@ -69,7 +69,9 @@ struct OracleTests {
             #expect(result.verdict == .pass, "\(store.name) × \(scenario.name): \(result.violations) \(result.failure ?? "")")
             #expect(result.operations > 0)
             if scenario.isRoundBased {
-                #expect(result.refreshesPerExpiry.map { $0 <= 1.0 } ?? true)
+                #expect(
+                    result.refreshesPerExpiry.map { $0 <= 1.0 } ?? true,
+                    "\(store.name) × \(scenario.name): \(result.stormRefreshCalls) refresh calls over \(result.storms) storms")
             }
         }
     }

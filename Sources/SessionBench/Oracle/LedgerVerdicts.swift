@@ -6,8 +6,10 @@ import TokenServer
 /// `serve` prints for a client it cannot see inside (any library, any language). Every figure
 /// is a count of calls the server received; none holds a token or a user id.
 ///
-/// - **Single flight:** one session's refresh calls never overlap, and no refresh token is
-///   redeemed twice (but after an answer the server itself lost, which the client never had).
+/// - **Single flight:** one session's refresh calls never overlap, no refresh token is
+///   redeemed twice (but after an answer the server itself lost, which the client never had),
+///   and no token is refreshed within the stale window of arriving with nothing said against
+///   it (a client that refreshes once per caller, one after another, under a lock).
 /// - **No reuse:** the server never saw a used refresh token again.
 /// - **No stale-401 refresh:** a 401 for a token older than the session's newest does not make
 ///   the client refresh the newest one: that token was fine, and the refresh was wasted.
@@ -15,9 +17,11 @@ import TokenServer
 ///   its client does not refresh it again (the user must sign in). Counted are the refreshes
 ///   that arrive after such an answer with none of the session's earlier refreshes still
 ///   open: a client retrying a dead session, not the tail of a burst sent before any answer.
-/// - **One sign-in at a time:** grants for one user or client (password, client credentials)
-///   never overlap; a client that answers a storm of 401s with a storm of new grants starts
-///   a session per caller.
+/// - **No 401 loop:** a token the resource refused is not sent again long after: a client that
+///   keeps an old `Authorization` header, or retries an expired token for ever.
+/// - **One client grant at a time:** client-credentials grants for one client never overlap;
+///   a client that answers a storm of 401s with a storm of new grants starts a session per
+///   caller. (Password sign-ins are left out: one user on two devices is not a bug.)
 public struct LedgerVerdicts: Sendable, Codable, Equatable {
     public struct Check: Sendable, Codable, Equatable {
         public var name: String
@@ -29,10 +33,10 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
     }
 
     public var signIns: Int
-    /// Users and clients that signed in.
-    public var principals: Int
-    /// Sign-ins that started while another for the same user or client was in flight.
-    public var overlappingSignIns: Int
+    /// Machine clients granted tokens (client credentials).
+    public var clients: Int
+    /// Client grants that started while another for the same client was in flight.
+    public var overlappingClientGrants: Int
     public var refreshCalls: Int
     /// Refresh calls the server acted on (rotation and reuse detection saw them).
     public var redemptions: Int
@@ -43,6 +47,8 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
     public var refreshesPerExpiry: Double?
     /// Refresh calls of one session that started while another was in flight.
     public var overlappingRefreshes: Int
+    /// Refreshes of a token within the stale window of its arrival, with no 401 for it.
+    public var backToBackRefreshes: Int
     /// Redemptions of a refresh token already redeemed, lost answers excused.
     public var repeatedRedemptions: Int
     public var reuseDetected: Int
@@ -50,6 +56,8 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
     public var revokedSessions: Int
     public var staleRejectionRefreshes: Int
     public var refreshesAfterInvalidGrant: Int
+    /// 401s for a token that had already been refused more than the loop window before.
+    public var repeatedRejections: Int
     public var resourceAccepted: Int
     public var resourceRejected: Int
     public var resourceRejectedExpired: Int
@@ -60,10 +68,17 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
     /// Whether every check passed.
     public var passed: Bool { checks.allSatisfy(\.passed) }
 
-    /// How soon after a 401 for an older token a refresh counts as caused by it.
-    public static let staleWindow: Duration = .seconds(1)
+    /// How soon after a 401 for an older token a refresh counts as caused by it, and how soon
+    /// after a token arrived its refresh counts as back to back: 1 s, or a tenth of the token's
+    /// lifetime if that is shorter (a proactive client refreshes near the end of it).
+    public let staleWindow: Duration
+    /// How long after its first 401 a token may still be refused (requests already in flight)
+    /// before the client counts as sending it in a loop.
+    public static let loopWindow: Duration = .seconds(2)
 
     public init(ledger: Ledger, tokenLifetime: Duration) {
+        let staleWindow = min(Duration.seconds(1), tokenLifetime / 10)
+        self.staleWindow = staleWindow
         let entries = ledger.entries
         let refreshes = entries.filter { $0.call == .refresh }
         signIns = ledger.signInCalls
@@ -72,8 +87,8 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
         for entry in entries where entry.call == .signIn {
             if let principal = entry.principal { grantsOf[principal, default: []].append(entry) }
         }
-        principals = grantsOf.count
-        overlappingSignIns = grantsOf.values.map(Self.overlapping).reduce(0, +)
+        clients = grantsOf.count
+        overlappingClientGrants = grantsOf.values.map(Self.overlapping).reduce(0, +)
         let redeemed = refreshes.filter { $0.isRedemption && $0.presentedGeneration != nil }
         redemptions = redeemed.count
         var byGeneration: [UInt64: [LedgerEntry]] = [:]
@@ -119,25 +134,58 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
         }
         refreshesAfterInvalidGrant = afterInvalid
 
-        // Refreshes of a fresh token right after a 401 for an older one.
+        // Refreshes of a fresh token right after a 401 for an older one, and of a token just
+        // received with nothing said against it. The 401s by session, in time order.
         var issuedAt: [UInt64: TokenInstant] = [:]
-        for entry in entries { if let issued = entry.issuedGeneration { issuedAt[issued] = entry.at } }
+        var deliveredAt: [UInt64: Int64] = [:]
+        for entry in entries {
+            guard let issued = entry.issuedGeneration else { continue }
+            issuedAt[issued] = entry.at
+            if entry.deliveredGrant, let answered = entry.respondedAt { deliveredAt[issued] = answered }
+        }
         let rejections = ledger.resourceRejections
+        var rejectionsOf: [UInt64: [ResourceRejection]] = [:]
+        for rejection in rejections where rejection.family != 0 {
+            rejectionsOf[rejection.family, default: []].append(rejection)
+        }
         var stale = 0
+        var backToBack = 0
         for call in redeemed {
             let generation = call.presentedGeneration!
             guard let issued = issuedAt[generation], call.at < issued + tokenLifetime else { continue }
-            let window = rejections.filter {
-                $0.family == call.family && $0.at >= issued && $0.at <= call.at
-                    && call.at.duration(since: $0.at) <= Self.staleWindow
+            let session = rejectionsOf[call.family] ?? []
+            let newestRefused = session.contains { $0.generation == generation && $0.at <= call.at }
+            guard !newestRefused else { continue }
+            let olderRefused = session.contains {
+                $0.at >= issued && $0.at <= call.at && call.at.duration(since: $0.at) <= staleWindow
+                    && ($0.generation ?? .max) < generation
             }
-            let olderRefused = window.contains { ($0.generation ?? .max) < generation }
-            let newestRefused = rejections.contains {
-                $0.family == call.family && $0.generation == generation && $0.at <= call.at
+            if olderRefused {
+                stale += 1
+            } else if byGeneration[generation]?.first?.index == call.index, let arrived = deliveredAt[generation],
+                call.sentAt >= arrived, Duration.nanoseconds(call.sentAt - arrived) <= staleWindow
+            {
+                // The token's first refresh (a repeated one is counted already).
+                backToBack += 1
             }
-            if olderRefused && !newestRefused { stale += 1 }
         }
         staleRejectionRefreshes = stale
+        backToBackRefreshes = backToBack
+
+        // A refused token sent again long after its first refusal.
+        var loops = 0
+        for session in rejectionsOf.values {
+            var firstRefused: [UInt64: TokenInstant] = [:]
+            for rejection in session {
+                guard let generation = rejection.generation else { continue }
+                if let first = firstRefused[generation] {
+                    if rejection.at.duration(since: first) > Self.loopWindow { loops += 1 }
+                } else {
+                    firstRefused[generation] = rejection.at
+                }
+            }
+        }
+        repeatedRejections = loops
 
         resourceAccepted = ledger.resourceAccepted
         resourceRejected = rejections.count
@@ -146,31 +194,36 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
         resourceRejectedUnknown = rejections.count { $0.reason == .unknown }
 
         let perExpiry = refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—"
+        let window = staleWindow.secondsValue.formatted()
         checks = [
             Check(
-                name: "single-flight", passed: overlapping == 0 && repeated == 0, count: overlapping + repeated,
+                name: "single-flight", passed: overlapping + repeated + backToBack == 0,
+                count: overlapping + repeated + backToBack,
                 detail: refreshCalls == 0
                     ? "no refresh yet"
                     : "\(perExpiry) refreshes per expiry (\(redemptions) redemptions of \(expiriesRefreshed) refresh tokens); "
-                        + "\(overlapping) started while another of the session was in flight; \(repeated) redeemed a used token"),
+                        + "\(overlapping) started while another of the session was in flight; \(repeated) redeemed a used "
+                        + "token; \(backToBack) refreshed a token within \(window) s of receiving it, with no 401 for it"),
             Check(
                 name: "no-reuse", passed: repeated == 0 && reuseDetected + reuseAccepted == 0,
                 count: max(repeated, reuseDetected + reuseAccepted),
                 detail: "\(repeated) refresh(es) presented a used refresh token: \(reuseDetected) detected as reuse "
-                    + "(\(revokedSessions) session(s) revoked), \(reuseAccepted) accepted in the grace window, "
-                    + "the rest refused as their session was already revoked"),
+                    + "(\(revokedSessions) session(s) revoked), \(reuseAccepted) accepted in the grace window"),
             Check(
                 name: "no-stale-401-refresh", passed: stale == 0, count: stale,
-                detail: "\(stale) refresh(es) of an unexpired token within \(Self.staleWindow.secondsValue.formatted()) s "
+                detail: "\(stale) refresh(es) of an unexpired token within \(window) s "
                     + "of a 401 for an older one (\(rejections.count) 401s served)"),
             Check(
                 name: "stops-after-invalid-grant", passed: afterInvalid == 0, count: afterInvalid,
                 detail: "\(afterInvalid) refresh call(s) after the session's client was told invalid_grant, "
                     + "with no earlier refresh of it still open"),
             Check(
-                name: "one-sign-in-at-a-time", passed: overlappingSignIns == 0, count: overlappingSignIns,
-                detail: "\(signIns) sign-in(s) for \(principals) user(s) or client(s); \(overlappingSignIns) started "
-                    + "while another for the same one was in flight"),
+                name: "no-401-loop", passed: loops == 0, count: loops,
+                detail: "\(loops) 401(s) for a token refused more than \(Self.loopWindow.secondsValue.formatted()) s before"),
+            Check(
+                name: "one-client-grant-at-a-time", passed: overlappingClientGrants == 0, count: overlappingClientGrants,
+                detail: "\(clients) client(s) granted tokens by client credentials; \(overlappingClientGrants) grant(s) "
+                    + "started while another for the same client was in flight"),
         ]
     }
 
@@ -180,6 +233,9 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
         var latestAnswer = Int64.min
         for call in calls.sorted(by: { $0.sentAt < $1.sentAt }) {
             if call.sentAt < latestAnswer { count += 1 }
+            // A call the client abandoned is over for it when it hung up, which the server
+            // learns a little later: its answer time does not hold later calls.
+            guard call.outcome != .dropped, !call.lostByClient else { continue }
             latestAnswer = max(latestAnswer, call.respondedAt ?? .max)
         }
         return count
@@ -203,20 +259,21 @@ extension LedgerVerdicts {
     }
 
     static let csvColumns = [
-        "verdict", "sign_ins", "principals", "overlapping_sign_ins", "refresh_calls", "redemptions", "expiries_refreshed", "refreshes_per_expiry",
-        "overlapping_refreshes", "repeated_redemptions", "reuse_detected", "reuse_accepted", "revoked_sessions",
-        "stale_401_refreshes", "refreshes_after_invalid_grant", "resource_accepted", "resource_401",
+        "verdict", "sign_ins", "clients", "overlapping_client_grants", "refresh_calls", "redemptions", "expiries_refreshed", "refreshes_per_expiry",
+        "overlapping_refreshes", "back_to_back_refreshes", "repeated_redemptions", "reuse_detected", "reuse_accepted", "revoked_sessions",
+        "stale_401_refreshes", "refreshes_after_invalid_grant", "repeated_401s", "resource_accepted", "resource_401",
         "resource_401_expired", "resource_401_revoked", "resource_401_unknown", "failed_checks",
     ]
 
     /// A header and one row; an empty field where there is no figure (no refresh yet).
     public func csv() -> String {
         let row: [String] = [
-            passed ? "pass" : "fail", "\(signIns)", "\(principals)", "\(overlappingSignIns)", "\(refreshCalls)", "\(redemptions)", "\(expiriesRefreshed)",
-            refreshesPerExpiry.map { String(format: "%.4f", $0) } ?? "", "\(overlappingRefreshes)",
-            "\(repeatedRedemptions)", "\(reuseDetected)", "\(reuseAccepted)", "\(revokedSessions)",
-            "\(staleRejectionRefreshes)", "\(refreshesAfterInvalidGrant)", "\(resourceAccepted)", "\(resourceRejected)",
-            "\(resourceRejectedExpired)", "\(resourceRejectedRevoked)", "\(resourceRejectedUnknown)",
+            passed ? "pass" : "fail", "\(signIns)", "\(clients)", "\(overlappingClientGrants)", "\(refreshCalls)",
+            "\(redemptions)", "\(expiriesRefreshed)", refreshesPerExpiry.map { String(format: "%.4f", $0) } ?? "",
+            "\(overlappingRefreshes)", "\(backToBackRefreshes)", "\(repeatedRedemptions)", "\(reuseDetected)",
+            "\(reuseAccepted)", "\(revokedSessions)", "\(staleRejectionRefreshes)", "\(refreshesAfterInvalidGrant)",
+            "\(repeatedRejections)", "\(resourceAccepted)", "\(resourceRejected)", "\(resourceRejectedExpired)",
+            "\(resourceRejectedRevoked)", "\(resourceRejectedUnknown)",
             checks.filter { !$0.passed }.map(\.name).joined(separator: " "),
         ]
         return Self.csvColumns.joined(separator: ",") + "\n" + row.joined(separator: ",") + "\n"

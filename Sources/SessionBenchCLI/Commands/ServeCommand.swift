@@ -19,11 +19,12 @@ struct Serve: AsyncParsableCommand {
             Discovery: /.well-known/oauth-authorization-server and /.well-known/oauth-protected-resource.
 
             Admin: GET /admin/verdicts?format=table|csv|json|markdown (the verdicts so far); \
-            POST /admin/shutdown (stops, as SIGINT does).
+            POST /admin/shutdown with the header X-Session-Bench-Admin: stop (stops, as SIGINT does).
 
             The first line on standard output is 'listening on http://127.0.0.1:PORT'. On SIGINT, SIGTERM \
             or POST /admin/shutdown the server stops, prints the verdicts (single-flight, no-reuse, \
-            no-stale-401-refresh, stops-after-invalid-grant, one-sign-in-at-a-time) and exits. Tokens and \
+            no-stale-401-refresh, stops-after-invalid-grant, no-401-loop, one-client-grant-at-a-time) and \
+            exits. Tokens and \
             user ids are never printed.
 
             Exit status: 0 when every verdict passed; 1 when one failed; 2 for bad usage or a port that \

@@ -47,26 +47,61 @@ import TokenServer
         #expect(check(verdicts, "stops-after-invalid-grant")?.passed == false)
     }
 
-    @Test("concurrent grants for one client fail one-sign-in-at-a-time; one after another, or for others, pass")
-    func signInStorm() async throws {
+    @Test("concurrent grants for one client fail one-client-grant-at-a-time; one after another, or users' sign-ins, pass")
+    func clientGrantStorm() async throws {
         let storm = server()
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<10 { group.addTask { _ = await storm.signInResult(Credentials(subject: Subject("client"))) } }
+            for _ in 0..<10 { group.addTask { _ = await storm.signInClient(Subject("client")) } }
         }
         let stormed = LedgerVerdicts(ledger: storm.ledger, tokenLifetime: Self.lifetime)
-        #expect(stormed.principals == 1)
-        #expect(stormed.overlappingSignIns == 9)
-        #expect(check(stormed, "one-sign-in-at-a-time")?.passed == false)
+        #expect(stormed.clients == 1)
+        #expect(stormed.overlappingClientGrants == 9)
+        #expect(check(stormed, "one-client-grant-at-a-time")?.passed == false)
 
         let calm = server()
-        for _ in 0..<3 { _ = await calm.signInResult(Credentials(subject: Subject("client"))) }
+        for _ in 0..<3 { _ = await calm.signInClient(Subject("client")) }
+        // One user on several devices at once is not a storm.
         await withTaskGroup(of: Void.self) { group in
-            for user in 0..<5 { group.addTask { _ = await calm.signInResult(Credentials(subject: Subject("user-\(user)"))) } }
+            for _ in 0..<5 { group.addTask { _ = await calm.signInResult(Credentials(subject: Subject("alice"))) } }
         }
         let verdicts = LedgerVerdicts(ledger: calm.ledger, tokenLifetime: Self.lifetime)
-        #expect(verdicts.principals == 6)
-        #expect(verdicts.overlappingSignIns == 0)
+        #expect(verdicts.clients == 1)
+        #expect(verdicts.overlappingClientGrants == 0)
         #expect(verdicts.passed)
         #expect(check(verdicts, "single-flight")?.detail == "no refresh yet", "no silent 0.00 per expiry")
+    }
+
+    @Test("refreshing once per caller, one after another, fails single-flight though nothing overlaps")
+    func serialRefreshes() async throws {
+        let server = server()
+        var grant = try await server.signIn(Credentials(subject: Subject("serial")))
+        // Three callers under a lock that never checks again: each refreshes the token the last
+        // one just got.
+        for _ in 0..<3 { grant = try await server.refresh(grant.refreshToken) }
+        let verdicts = LedgerVerdicts(ledger: server.ledger, tokenLifetime: Self.lifetime)
+        #expect(verdicts.overlappingRefreshes == 0)
+        #expect(verdicts.repeatedRedemptions == 0)
+        #expect(verdicts.backToBackRefreshes == 3)
+        #expect(check(verdicts, "single-flight")?.passed == false)
+    }
+
+    @Test("a token refused, then sent again long after, is a 401 loop; refusals of requests in flight are not")
+    func rejectionLoop() async throws {
+        let time = ManualTime()
+        let server = TokenServer(configuration: .init(tokenLifetime: Self.lifetime), clock: .manual(time))
+        server.keepAccessTokens()
+        let grant = try await server.signIn(Credentials(subject: Subject("loop")))
+        time.advance(by: .seconds(61))
+        // Requests that were in flight when it expired.
+        for _ in 0..<5 { #expect(server.checkAccess(grant.accessToken.value) == .expired) }
+        #expect(LedgerVerdicts(ledger: server.ledger, tokenLifetime: Self.lifetime).passed)
+        // The client never replaced it.
+        for _ in 0..<3 {
+            time.advance(by: .seconds(3))
+            _ = server.checkAccess(grant.accessToken.value)
+        }
+        let verdicts = LedgerVerdicts(ledger: server.ledger, tokenLifetime: Self.lifetime)
+        #expect(verdicts.repeatedRejections == 3)
+        #expect(check(verdicts, "no-401-loop")?.passed == false)
     }
 }

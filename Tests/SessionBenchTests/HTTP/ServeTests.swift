@@ -50,6 +50,7 @@ import TokenServer
             #expect(json["session_bench"] == nil, "the harness's fields go only to the harness")
             #expect(refreshed.header("Cache-Control") == "no-store")
             #expect(refreshed.header("Server-Timing")?.hasPrefix("app;dur=") == true)
+            #expect(refreshed.header("Connection") == "close", "a keep-alive client must not queue its next request here")
             let second = try #require(json["refresh_token"] as? String)
             let secondAccess = try #require(json["access_token"] as? String)
             #expect(second != first.refresh)

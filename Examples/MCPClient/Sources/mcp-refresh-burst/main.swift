@@ -1,6 +1,6 @@
 // The MCP Swift SDK's OAuthAuthorizer under many concurrent callers, against `session-bench serve`:
 //
-//     session-bench serve --port 0 --token-lifetime 45s --latency 50ms
+//     session-bench serve --port 0 --token-lifetime 45s --latency 50ms   (401-storm: --token-lifetime 2s)
 //     mcp-refresh-burst --server http://127.0.0.1:PORT [--callers 100] [--pattern proactive|401-storm]
 //
 // It prints what the client side saw; stop serve afterwards for the server's verdicts. Exit status:
@@ -274,7 +274,7 @@ guard let first = storage.load(), first.refreshToken != nil else {
 }
 // The proactive window is 60 s: a token living longer is moved inside it (its refresh token kept).
 let window: TimeInterval = 60
-if let expiresAt = first.expiresAt, expiresAt.timeIntervalSinceNow >= window {
+if pattern == .proactive, let expiresAt = first.expiresAt, expiresAt.timeIntervalSinceNow >= window {
     storage.save(
         OAuthAccessToken(
             value: first.value, tokenType: first.tokenType, expiresAt: Date(timeIntervalSinceNow: 45),
@@ -286,6 +286,15 @@ print("serve: \(server.string!), reached by the SDK as \(base) (a proxy adds X-F
 print(
     "warm-up: 401 with WWW-Authenticate: \(wwwAuthenticate(challenge)) -> discovery + 1 client_credentials grant; "
         + "token expires in \(expiresIn.map { "\($0) s" } ?? "(no expiry)"), proactive refresh window \(Int(window)) s")
+// A 401 storm needs real 401s: wait until serve has expired the token (run it with a short
+// --token-lifetime), so that every caller's request with it is refused.
+if pattern == .storm {
+    guard let expiresAt = first.expiresAt, expiresAt.timeIntervalSinceNow < 30 else {
+        fail(2, "the 401-storm pattern waits for the token to expire: run serve with --token-lifetime 2s")
+    }
+    try await Task.sleep(for: .milliseconds(Int64(max(0, expiresAt.timeIntervalSinceNow) * 1000) + 300))
+}
+let expired = "Bearer " + first.value
 LoopbackProxy.state.withLock { $0.tally = Tally() }
 
 // The burst: every caller at once, on one authorizer, as an MCP client's concurrent requests are.
@@ -299,8 +308,11 @@ let results: [String] = await withTaskGroup(of: String.self) { group in
                     try await authorizer.prepareAuthorization(for: endpoint, session: session)
                     return "returned"
                 case .storm:
+                    // Each caller's own request with the expired token, and the 401 it got.
+                    let (status, headers) = try await getResource(authorization: expired)
+                    guard status == 401 else { return "got \(status), not 401" }
                     let handled = try await authorizer.handleChallenge(
-                        statusCode: 401, headers: challenge, endpoint: endpoint, operationKey: nil, session: session)
+                        statusCode: 401, headers: headers, endpoint: endpoint, operationKey: nil, session: session)
                     return handled ? "returned true" : "returned false"
                 }
             } catch {
