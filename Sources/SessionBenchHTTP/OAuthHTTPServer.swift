@@ -6,6 +6,7 @@ internal import HummingbirdCore
 internal import Logging
 internal import NIOCore
 internal import ServiceLifecycle
+import SessionBench
 import SessionContract
 import SessionSync
 import Synchronization
@@ -104,12 +105,9 @@ public final class OAuthHTTPServer: Sendable {
     /// The port it listens on, once started.
     public var port: Int? { state.withLock(visibleTo: self) { $0.port } }
 
-    /// Whether `host` names the loopback interface.
-    public static func isLoopback(_ host: String) -> Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
-
     /// Starts listening on `host`:`port` (0 picks a free port); returns the port.
     public func start(host: String = "127.0.0.1", port: Int = 0) async throws -> Int {
-        guard Self.isLoopback(host) else { throw StartError.notLoopback(host) }
+        guard LoopbackHTTP.isLoopback(host) else { throw StartError.notLoopback(host) }
         let (ports, portSink) = AsyncStream<Int>.makeStream()
         let failure = Mutex<String?>(nil)
         let application = Application(

@@ -90,6 +90,10 @@ public struct LoopbackHTTP: Sendable {
     }
 
     public let transport: any EndpointTransport
+
+    /// Whether `host` names the loopback interface, the only one `serve` listens on.
+    public static func isLoopback(_ host: String) -> Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
+
     /// Serves `server` on loopback `host`:`port` (0 picks a free port), closing connections
     /// that send no whole request within `idleTimeout`; `onStopRequest` is called when a client
     /// asks the server to stop.

@@ -104,7 +104,7 @@ struct Serve: AsyncParsableCommand {
     var quiet = false
 
     func validate() throws {
-        guard OAuthServing.isLoopback(host) else {
+        guard LoopbackHTTP.isLoopback(host) else {
             throw UsageError("--host '\(Printable.name(host))': serve listens on loopback only; give 127.0.0.1, ::1 or localhost")
         }
         let rates = [transientRate, timeoutRate, lostResponseRate]
@@ -189,11 +189,6 @@ final class StopSignal: Sendable {
     func fire() { continuation.finish() }
 
     func wait() async { for await _ in stream {} }
-}
-
-/// Names the command line needs from the HTTP side without depending on it.
-enum OAuthServing {
-    static func isLoopback(_ host: String) -> Bool { ["127.0.0.1", "::1", "localhost"].contains(host) }
 }
 
 /// `--latency` for `serve`.
