@@ -25,16 +25,24 @@ struct Execution {
         quiet = options.quiet
     }
 
-    /// Every store through every scenario, store by store, with a numbered progress line per
-    /// result unless `quiet`.
-    func run(stores: [StoreDescriptor], scenarios: [Scenario]) async -> [ScenarioResult] {
-        let plan = stores.map { ($0, Self.scenarios(scenarios, for: $0)) }
+    /// Every store through every scenario, store by store, `repeats` times, with a numbered
+    /// progress line per result unless `quiet`. Each pass starts one store further along the
+    /// list, so drift in the machine lands on every store alike; with more than one pass every
+    /// result carries its pass in `repeatIndex`.
+    func run(stores: [StoreDescriptor], scenarios: [Scenario], repeats: Int = 1) async -> [ScenarioResult] {
+        let plan = stores.map { ($0, Self.scenarios(scenarios, for: $0)) }.filter { !$0.1.isEmpty }
         if !quiet, let note = Self.storageNote(stores: stores, scenarios: scenarios) { Log.progress(note) }
-        let progress = ProgressLines(total: plan.map(\.1.count).reduce(0, +), quiet: quiet)
+        let progress = ProgressLines(total: plan.map(\.1.count).reduce(0, +) * repeats, quiet: quiet)
         var results: [ScenarioResult] = []
-        for (store, scenarios) in plan where !scenarios.isEmpty {
-            results += await run(store: store, scenarios: scenarios) { result in
-                progress.record("\(result.store) × \(result.scenario): \(result.verdict.rawValue)")
+        for pass in 0..<repeats {
+            for offset in plan.indices {
+                let (store, scenarios) = plan[(offset + pass) % plan.count]
+                let label = repeats > 1 ? "pass \(pass + 1)/\(repeats): " : ""
+                var batch = await run(store: store, scenarios: scenarios) { result in
+                    progress.record(label + "\(result.store) × \(result.scenario): \(result.verdict.rawValue)")
+                }
+                if repeats > 1 { for index in batch.indices { batch[index].repeatIndex = pass } }
+                results += batch
             }
         }
         return results
@@ -112,9 +120,10 @@ struct Execution {
     }
 
     /// What a dry run prints: the stores and each scenario's parameters, one per line.
-    func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario]) -> String {
+    func plan(_ stores: [StoreDescriptor], _ scenarios: [Scenario], repeats: Int = 1) -> String {
         var lines = [
             "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), "
+                + (repeats > 1 ? "\(repeats) repeats, " : "")
                 + (transport == .http ? "over http, " : "")
                 + "hang timeout \(InputRange.text(hangTimeout))s, allocator \(setup.allocator.rawValue), "
                 + "allocations counted by the \(setup.counter.rawValue)"

@@ -83,49 +83,75 @@ extension ResultsReport {
 
     /// The terminal table: one block per scenario, stores as rows, then what went wrong.
     public func table() -> String {
+        let view = shown()
         var out = ""
-        for scenario in scenarioNames {
-            out += "\(scenario) — \(heading(for: scenario))\n"
-            out += Format.aligned([Self.columns] + rows(for: scenario)) + "\n"
-            if let sync = syncHeading(for: scenario) {
+        for scenario in view.scenarioNames {
+            out += "\(scenario) — \(view.heading(for: scenario))\n"
+            out += Format.aligned([Self.columns] + view.rows(for: scenario)) + "\n"
+            if let sync = view.syncHeading(for: scenario) {
                 out += "\(scenario) · sync-read — \(sync)\n"
-                out += Format.aligned([Self.syncColumns] + syncRows(for: scenario)) + "\n"
+                out += Format.aligned([Self.syncColumns] + view.syncRows(for: scenario)) + "\n"
             }
-            if let storage = storageHeading(for: scenario) {
+            if let storage = view.storageHeading(for: scenario) {
                 out += "\(scenario) · storage — \(storage)\n"
-                out += Format.aligned([storageColumns(for: scenario)] + storageRows(for: scenario)) + "\n"
+                out += Format.aligned([view.storageColumns(for: scenario)] + view.storageRows(for: scenario)) + "\n"
             }
         }
-        if let transport = transportHeading() {
-            out += "\(transport)\n" + Format.aligned([Self.transportColumns] + transportRows()) + "\n"
+        if let transport = view.transportHeading() {
+            out += "\(transport)\n" + Format.aligned([Self.transportColumns] + view.transportRows()) + "\n"
         }
         out += problems(markdown: false)
-        out += notes().map { "note: \($0)\n" }.joined()
+        out += (view.notes() + repeatNotes()).map { "note: \($0)\n" }.joined()
+        if let comparison { out += "\n" + comparison.table() }
         return out
     }
 
     /// Markdown tables for a README.
     public func markdown() -> String {
+        let view = shown()
         var out = ""
-        for scenario in scenarioNames {
-            out += "### \(scenario)\n\n\(heading(for: scenario))\n\n"
-            out += Self.markdownTable(Self.columns, rows(for: scenario))
-            if let sync = syncHeading(for: scenario) {
+        for scenario in view.scenarioNames {
+            out += "### \(scenario)\n\n\(view.heading(for: scenario))\n\n"
+            out += Self.markdownTable(Self.columns, view.rows(for: scenario))
+            if let sync = view.syncHeading(for: scenario) {
                 out += "#### \(scenario) · sync-read\n\n\(sync)\n\n"
-                out += Self.markdownTable(Self.syncColumns, syncRows(for: scenario))
+                out += Self.markdownTable(Self.syncColumns, view.syncRows(for: scenario))
             }
-            if let storage = storageHeading(for: scenario) {
+            if let storage = view.storageHeading(for: scenario) {
                 out += "#### \(scenario) · storage\n\n\(storage)\n\n"
-                out += Self.markdownTable(storageColumns(for: scenario), storageRows(for: scenario))
+                out += Self.markdownTable(view.storageColumns(for: scenario), view.storageRows(for: scenario))
             }
         }
-        if let transport = transportHeading() {
-            out += "### \(transport)\n\n" + Self.markdownTable(Self.transportColumns, transportRows())
+        if let transport = view.transportHeading() {
+            out += "### \(transport)\n\n" + Self.markdownTable(Self.transportColumns, view.transportRows())
         }
         let problems = problems(markdown: true)
         if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
-        out += notes().map { "- \($0)\n" }.joined()
+        out += (view.notes() + repeatNotes()).map { "- \($0)\n" }.joined()
+        if let comparison { out += "\n" + comparison.markdown() }
         return out
+    }
+
+    /// The runs the tables show: every run, or with `compare --repeats` one per store ×
+    /// scenario — the first repeat that did not pass, else the one with the median p50.
+    func shown() -> ResultsReport {
+        guard results.contains(where: { $0.repeatIndex != nil }) else { return self }
+        var view = self
+        view.results = BenchmarkGroup.grouping(results).map { group in
+            if let failed = group.runs.first(where: { $0.verdict != .pass }) { return failed }
+            let sorted = group.runs.sorted { ($0.headlineLatency?.p50 ?? 0) < ($1.headlineLatency?.p50 ?? 0) }
+            return sorted[(sorted.count - 1) / 2]
+        }
+        return view
+    }
+
+    func repeatNotes() -> [String] {
+        let repeats = Set(results.compactMap(\.repeatIndex)).count
+        guard repeats > 1 else { return [] }
+        return [
+            "\(repeats) repeats: each row is the repeat with the median p50 of its store × scenario, or the first "
+                + "that did not pass; the CSV and JSON hold every repeat"
+        ]
     }
 
     /// A Markdown table and the blank line after it.
@@ -141,7 +167,8 @@ extension ResultsReport {
         var lines: [String] = []
         let indent = markdown ? "  - " : "    "
         for result in results where result.verdict != .pass {
-            let head = markdown ? "- **\(result.store) × \(result.scenario)**" : "\(result.store) × \(result.scenario)"
+            let which = result.store + " × " + result.scenario + (result.repeatIndex.map { ", pass \($0 + 1) (repeat \($0))" } ?? "")
+            let head = markdown ? "- **\(which)**" : which
             for violation in result.violations {
                 lines.append("\(head): \(violation)")
                 lines += violation.trace.map { indent + $0 }

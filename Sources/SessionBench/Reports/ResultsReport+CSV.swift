@@ -32,7 +32,7 @@ extension ResultsReport {
         ("kind", { $0.result.kind.rawValue }),
         ("sweep_parameter", { $0.result.sweep?.parameter.rawValue ?? "" }),
         ("sweep_value", { $0.result.sweep?.valueText ?? "" }),
-        ("repeat", { $0.result.sweep.map { String($0.repeatIndex) } ?? "" }),
+        ("repeat", { ($0.result.sweep?.repeatIndex ?? $0.result.repeatIndex).map { String($0) } ?? "" }),
         ("operation", { $0.latency?.kind.rawValue ?? "" }),
         ("verdict", { $0.result.verdict.rawValue }),
         ("violated_invariants", { $0.result.violations.map { $0.invariant.id }.joined(separator: " ") }),

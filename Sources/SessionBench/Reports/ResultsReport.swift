@@ -10,6 +10,14 @@ public struct RunMetadata: Sendable, Codable {
     public var allocationCounting: String
     /// The sample clock: which one, its bracket cost, and why it was chosen.
     public var sampleClock: String?
+    /// The processor's model name (`/proc/cpuinfo`), when the system says.
+    public var cpuModel: String?
+    /// `isolated` (a measuring process per store) or `in-process`; `nil` when not recorded.
+    public var execution: String?
+    /// How stores reached the token server: `in-process` or `http`; `nil` when not recorded.
+    public var transport: String?
+    /// `compare --repeats`: passes over every store; `nil` for one.
+    public var repeats: Int?
 
     public static func current(command: String) -> RunMetadata {
         let formatter = ISO8601DateFormatter()
@@ -22,7 +30,26 @@ public struct RunMetadata: Sendable, Codable {
         return RunMetadata(
             tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
             cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
-            allocationCounting: "", sampleClock: SampleClock.shared.summary)
+            allocationCounting: "", sampleClock: SampleClock.shared.summary, cpuModel: cpuModel())
+    }
+
+    /// The first `model name` in `/proc/cpuinfo` (Linux on x86), else its `CPU implementer`
+    /// and `CPU part` (Linux on Arm), else `nil`.
+    static func cpuModel() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return nil }
+        func field(_ name: String) -> String? {
+            for line in text.split(separator: "\n") where line.hasPrefix(name) {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                if !value.isEmpty { return value }
+            }
+            return nil
+        }
+        if let model = field("model name") { return model }
+        if let implementer = field("CPU implementer"), let part = field("CPU part") {
+            return "implementer \(implementer) part \(part)"
+        }
+        return nil
     }
 }
 
@@ -35,6 +62,8 @@ public struct ResultsReport: Sendable, Codable {
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata
     public var results: [ScenarioResult]
+    /// `compare --baseline`: every figure's change against the baseline, with its test.
+    public var comparison: BaselineComparison?
 
     public init(results: [ScenarioResult], metadata: RunMetadata) {
         self.results = results

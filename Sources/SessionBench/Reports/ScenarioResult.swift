@@ -44,6 +44,12 @@ public struct ScenarioResult: Sendable, Codable {
     public var scenario: String
     /// Where this run sits in a sweep; `nil` outside one.
     public var sweep: SweepPoint?
+    /// `compare --repeats`: which pass over every store this run was, from 0; `nil` for a
+    /// single pass.
+    public var repeatIndex: Int?
+    /// What the scenario ran with (`tasks`, `duration` or `rounds`, `seed`, latency, faults…),
+    /// each as text: two runs compare only when these are equal (`Scenario.setup`).
+    public var setup: [String: String]?
     public var kind: Scenario.Kind
     public var seed: UInt64
     public var tasks: Int
@@ -135,6 +141,7 @@ public struct ScenarioResult: Sendable, Codable {
         kind = scenario.kind
         seed = scenario.seed
         tasks = scenario.tasks
+        setup = scenario.setup
         self.verdict = verdict
     }
 

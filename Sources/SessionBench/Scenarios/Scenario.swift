@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import SessionStorage
 import TokenServer
@@ -113,6 +114,32 @@ public struct Scenario: Sendable, Hashable, Codable {
 
     /// Whether the scenario runs in synchronized rounds (a storm per round).
     public var isRoundBased: Bool { kind != .steadyReads }
+
+    /// Every parameter that shapes what the scenario measures, as text under the name the
+    /// command line gives it (`tasks`, `duration`, `rounds`, `seed`, `rate`…): runs whose
+    /// setups differ are not repeats of one another and are never compared.
+    public var setup: [String: String] {
+        func seconds(_ duration: Duration) -> String { InputRange.text(duration.secondsValue) + "s" }
+        func json(_ value: some Encodable) -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+        }
+        var fields = [
+            "kind": kind.rawValue, "tasks": "\(tasks)", "seed": "\(seed)", "accounts": "\(accounts)",
+            "token-lifetime": seconds(tokenLifetime), "latency": json(latency), "faults": json(faults),
+            "cancel-fraction": InputRange.text(cancelFraction), "reuse-grace": seconds(reuseGraceWindow),
+        ]
+        if isRoundBased {
+            fields["rounds"] = "\(rounds)"
+        } else {
+            fields["duration"] = seconds(duration)
+            fields["rate"] = arrivalRate.map(InputRange.text) ?? "closed loop"
+        }
+        if let readersPerWriter { fields["readers-per-writer"] = "\(readersPerWriter)" }
+        if let storage { fields["storage"] = storage }
+        return fields
+    }
 
     /// Validates the parameters, naming the first one out of range.
     public func validate() throws(ScenarioError) {

@@ -7,17 +7,36 @@ import SessionContract
 struct Compare: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run stores through scenarios; report each one's verdict and cost (the main job).",
-        discussion: exitStatusHelp)
+        discussion: """
+            With --baseline, every figure is compared with a saved run's: a two-sided Mann–Whitney U test over \
+            the repeats, and a change larger than the noise threshold.
+
+            Exit status: 0 when every store passed (and nothing regressed); 1 when an invariant failed or a \
+            store hung or crashed; 2 for bad usage or input, or a baseline that cannot be compared; 3 when \
+            every store passed but a figure regressed significantly against --baseline.
+            """)
 
     @OptionGroup var run: RunOptions
+    @OptionGroup var baselines: BaselineOptions
     @OptionGroup var output: OutputOptions
 
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
         let execution = Execution(run.execution, setup: run.setup)
+        let repeats = baselines.passes
+        let baseline = try baselines.baseline.map { reference throws(UsageError) in try Baselines.load(reference) }
+        var metadata = RunMetadata.current(command: "compare")
+        metadata.execution = run.execution.inProcess ? "in-process" : "isolated"
+        metadata.transport = run.execution.transport.rawValue
+        metadata.repeats = repeats > 1 ? repeats : nil
+        if let baseline {
+            // Refused before anything runs, where the plan already shows the difference.
+            let planned = Self.planned(stores: stores, scenarios: scenarios, setup: run.setup, cpus: run.cpus)
+            try Self.refuseIfIncomparable(baseline, ResultsReport(results: planned, metadata: metadata))
+        }
         if run.dryRun {
-            print(execution.plan(stores, scenarios), terminator: "")
+            print(execution.plan(stores, scenarios, repeats: repeats), terminator: "")
             return
         }
         try run.place()
@@ -25,11 +44,73 @@ struct Compare: AsyncParsableCommand {
             let seeds = Set(scenarios.map(\.seed)).sorted().map(String.init).joined(separator: ",")
             Log.progress(
                 "session-bench compare: \(stores.count) store(s) × \(scenarios.count) scenario(s), seed \(seeds)"
+                    + (repeats > 1 ? ", \(repeats) repeats" : "")
                     + (run.execution.inProcess ? ", in process" : ", one process per store"))
         }
-        let results = await execution.run(stores: stores, scenarios: scenarios)
-        let report = ResultsReport(results: results, metadata: .current(command: "compare"))
+        let results = await execution.run(stores: stores, scenarios: scenarios, repeats: repeats)
+        var report = ResultsReport(results: results, metadata: metadata)
+        var refusal: UsageError?
+        if let baseline {
+            do {
+                try Self.refuseIfIncomparable(baseline, report)
+                let (_, notes) = BaselineConditions.check(baseline: baseline.report, current: report)
+                var comparison = BaselineComparison(
+                    baseline: baseline.report, current: report, name: baseline.shownAs,
+                    alpha: baselines.alpha ?? BaselineOptions.defaultAlpha,
+                    noiseThreshold: baselines.noiseThreshold ?? BaselineOptions.defaultNoiseThreshold)
+                comparison.notes += notes
+                report.comparison = comparison
+            } catch {
+                refusal = error
+            }
+        }
         try output.emit(report, quiet: run.execution.quiet)
-        if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+        if let name = baselines.saveBaseline {
+            var saved = report
+            saved.comparison = nil
+            try OutputWriter.write([(try Baselines.saveTarget(name), try saved.json())])
+            if !run.execution.quiet {
+                Log.progress("saved baseline \(Baselines.isName(name) ? "'\(name)' to \(try Baselines.path(for: name))" : "to \(Printable.name(name))")")
+            }
+        }
+        // Found only after the run (what the measuring processes actually ran on): the results
+        // stand and are written; a failed invariant still decides the exit status.
+        let failed = results.contains { $0.verdict != .pass }
+        if let refusal {
+            guard failed else { throw refusal }
+            Log.progress("session-bench: not compared: \(refusal.description)")
+        }
+        if failed { throw ExitCode(ExitStatus.failed.rawValue) }
+        if let comparison = report.comparison, !comparison.regressions.isEmpty {
+            throw ExitCode(ExitStatus.regression.rawValue)
+        }
+    }
+
+    /// A one-line error naming every difference that makes `current` incomparable with `baseline`.
+    static func refuseIfIncomparable(
+        _ baseline: (report: ResultsReport, shownAs: String), _ current: ResultsReport
+    ) throws(UsageError) {
+        let (refusals, _) = BaselineConditions.check(baseline: baseline.report, current: current)
+        guard !refusals.isEmpty else { return }
+        throw UsageError(
+            "cannot compare with baseline \(baseline.shownAs): " + refusals.joined(separator: "; ")
+                + "; run with the baseline's settings on its kind of machine, or save a new baseline")
+    }
+
+    /// What the run will be, as results not yet run: each store × scenario with its setup, the
+    /// allocator and counter asked for, and the CPUs it will run on (`--cpus`, else all allowed).
+    static func planned(
+        stores: [StoreDescriptor], scenarios: [Scenario], setup: MeasuringSetup, cpus pinned: [Int]?
+    ) -> [ScenarioResult] {
+        let cpus = pinned ?? CPUPlacement.allowed
+        return stores.flatMap { store in
+            Execution.scenarios(scenarios, for: store).map { scenario in
+                var result = ScenarioResult(store: store.name, scenario: scenario, verdict: .notRun)
+                result.allocator = setup.allocator
+                result.allocationCounter = setup.counter
+                result.cpus = cpus.isEmpty ? nil : CPUPlacement.text(cpus)
+                return result
+            }
+        }
     }
 }

@@ -4,8 +4,11 @@ public enum ExitStatus: Int32 {
     case success = 0
     /// An invariant failed, a store hung or crashed (or a threshold failed).
     case failed = 1
-    /// Bad usage or input: unknown names, malformed values, unwritable paths.
+    /// Bad usage or input: unknown names, malformed values, unwritable paths, a baseline that
+    /// cannot be compared.
     case usage = 2
+    /// `compare --baseline`: every store passed, but a figure regressed significantly.
+    case regression = 3
 }
 
 let exitStatusHelp = """
