@@ -115,6 +115,8 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            // The export formats' published schemas and samples, read by path.
+            exclude: ["Fixtures"],
             swiftSettings: imports
         ),
         .testTarget(

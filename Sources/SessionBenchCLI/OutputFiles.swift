@@ -181,6 +181,31 @@ enum OutputWriter {
         }
     }
 
+    /// Appends `text` to `target` in one write: a regular file that a failed write leaves
+    /// longer is cut back to its old length, so it holds the whole text or none of it.
+    static func append(_ text: String, to target: OutputTarget) throws(UsageError) {
+        let file: String
+        switch target.kind {
+        case .replace(let path, _, _, _): file = path
+        case .direct: file = target.path
+        case .standardOutput: return
+        }
+        let descriptor = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            throw UsageError("cannot append to '\(Printable.name(target.path))': \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        let regular = fstat(descriptor, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        let before = info.st_size
+        var failure = writeAll(descriptor, text)
+        if failure == nil, regular, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
+            if regular { _ = ftruncate(descriptor, before) }
+            throw UsageError("cannot append to '\(Printable.name(target.path))': \(failure); the file was left as it was")
+        }
+    }
+
     /// Writes `text` whole to `descriptor`; the reason it could not, or `nil`.
     static func writeAll(_ descriptor: Int32, _ text: String) -> String? {
         let bytes = Array(text.utf8)

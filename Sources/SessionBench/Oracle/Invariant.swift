@@ -81,3 +81,24 @@ public struct Violation: Sendable, Hashable, Codable, CustomStringConvertible {
         "\(invariant) in \(scenario) (seed \(seed)): \(summary)" + (occurrences > 1 ? " [×\(occurrences)]" : "")
     }
 }
+
+extension Scenario.Kind {
+    /// The invariants a scenario of this kind judges, for reports that list each one (JUnit):
+    /// the session invariants I1–I13 in the scenarios over one store; the storage invariants
+    /// where a store restarts or shares its storage; the step-up and state-stream ones in
+    /// theirs. The ledger's single-flight (I1) and no-reuse (I7), and the watchdog's no-hang
+    /// (I3), are judged everywhere. A report adds any invariant a run violated beyond these.
+    public var judgedInvariants: [Invariant] {
+        let ids: [Int] =
+            switch self {
+            case .steadyReads, .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .flakyServer,
+                .cancellationStorm, .family, .scaleStorm:
+                Array(1...13)
+            case .crashRestart: [1, 2, 3, 7, 14, 15, 16, 17]
+            case .sharedStorage: [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16]
+            case .stepUp: [1, 3, 4, 7, 12, 18, 19, 20, 21, 22]
+            case .sessionStates: [1, 3, 7, 23, 24, 25]
+            }
+        return ids.compactMap(Invariant.init(rawValue:))
+    }
+}

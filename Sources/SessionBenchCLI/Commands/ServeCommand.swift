@@ -92,8 +92,13 @@ struct Serve: AsyncParsableCommand {
         transform: ArgumentText.decimal(0.1...3600, unit: "seconds"))
     var idleTimeout = 10.0
 
+    /// What `serve` writes its verdicts as.
+    enum VerdictFormat: String, ExpressibleByArgument, CaseIterable {
+        case table, csv, json, markdown
+    }
+
     @Option(name: .long, help: "Verdict format: table, csv, json or markdown.")
-    var format: OutputOptions.Format = .table
+    var format: VerdictFormat = .table
 
     @Option(
         name: .long,
@@ -114,11 +119,22 @@ struct Serve: AsyncParsableCommand {
         _ = try targets()
     }
 
-    private func targets() throws(UsageError) -> [OutputTarget] {
+    /// Every `--output` with the format it is written in.
+    private func targets() throws(UsageError) -> [(target: OutputTarget, format: VerdictFormat)] {
         var options = OutputOptions()
-        options.format = format
-        options.output = output
-        return try options.targets()
+        options.format = OutputOptions.Format(rawValue: format.rawValue) ?? .table
+        // serve writes no JUnit: a .xml file gets --format, as any other extension would.
+        options.output = output.map { path in
+            OutputOptions.split(path).0 == nil && path.lowercased().hasSuffix(".xml") ? "\(format.rawValue):\(path)" : path
+        }
+        return try options.destinations().map { destination throws(UsageError) in
+            guard let format = VerdictFormat(rawValue: destination.format.rawValue) else {
+                throw UsageError(
+                    "--output '\(Printable.name(destination.target.path))': serve writes its verdicts as table, csv, "
+                        + "json or markdown, not \(destination.format.rawValue)")
+            }
+            return (destination.target, format)
+        }
     }
 
     mutating func run() async throws {
@@ -157,7 +173,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     private func emit(_ verdicts: LedgerVerdicts) throws {
-        func render(_ format: OutputOptions.Format) throws -> String {
+        func render(_ format: VerdictFormat) throws -> String {
             switch format {
             case .table: verdicts.table()
             case .csv: verdicts.csv()
@@ -165,14 +181,12 @@ struct Serve: AsyncParsableCommand {
             case .markdown: verdicts.markdown()
             }
         }
-        var options = OutputOptions()
-        options.format = format
         let targets = try targets()
         var outputs: [(target: OutputTarget, text: String)] = []
-        for target in targets {
-            outputs.append((target, try render(target.kind == .standardOutput ? format : options.format(for: target.path))))
+        for (target, format) in targets {
+            outputs.append((target, try render(format)))
         }
-        if !targets.contains(where: { $0.kind == .standardOutput }) {
+        if !targets.contains(where: { $0.target.kind == .standardOutput }) {
             outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(targets.isEmpty ? format : .table)))
         }
         try OutputWriter.write(outputs)

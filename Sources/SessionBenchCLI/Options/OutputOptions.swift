@@ -6,43 +6,88 @@ import SessionBench
 struct OutputOptions: ParsableArguments {
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case table, csv, json, markdown
+        /// JUnit XML: a test case per store × scenario × invariant.
+        case junit
+        /// Bencher Metric Format JSON.
+        case bencher
+        /// github-action-benchmark's custom JSON, `customSmallerIsBetter` and `customBiggerIsBetter`.
+        case githubSmaller = "github-smaller"
+        case githubBigger = "github-bigger"
+
+        /// The four formats every report has (the exports need a run's results).
+        static let reports: [Format] = [.table, .csv, .json, .markdown]
     }
 
-    @Option(name: .long, help: "Output format.")
+    @Option(
+        name: .long,
+        help: "Output format: \(Format.allCases.map(\.rawValue).joined(separator: ", ")).")
     var format: Format = .table
 
     @Option(
         name: .long,
         help: ArgumentHelp(
             """
-            Also write the results to this file; repeat for several. A .csv, .json or .md file gets that format, \
-            any other --format; - writes --format to standard output.
+            Also write the results to this file; repeat for several. A .csv, .json, .md or .xml (JUnit) file gets \
+            that format, any other --format; FORMAT:PATH names the format, e.g. junit:report.xml, \
+            bencher:bmf.json, github-smaller:latency.json; - writes --format to standard output.
             """,
             discussion: """
                 Every file is written whole or not at all: to a temporary file beside it, renamed over it once all \
                 outputs are written. An existing file keeps its mode; a symbolic link is followed and the file it \
                 points to replaced; a device or FIFO is written directly. The table still goes to standard output \
-                unless - is among the outputs.
+                unless - is among the outputs. A path that itself begins with a format's name and a colon is \
+                written as ./PATH.
                 """))
     var output: [String] = []
 
+    @Option(
+        name: .customLong("append-output"),
+        help: ArgumentHelp(
+            "Append the Markdown report to this file, e.g. \"$GITHUB_STEP_SUMMARY\"; repeat for several.",
+            discussion: """
+                The text is added in one write after every other output is written; if that write fails, the file \
+                is cut back to its old length. The file must exist or its folder must.
+                """))
+    var appendOutput: [String] = []
+
     func validate() throws {
         _ = try targets()
+        _ = try appendTargets()
+    }
+
+    /// An `--output` value: its file and the format it gets.
+    struct Destination {
+        var target: OutputTarget
+        var format: Format
     }
 
     /// Every `--output`, checked; the same file named twice is refused.
-    func targets() throws(UsageError) -> [OutputTarget] {
-        var targets: [OutputTarget] = []
-        for path in output {
+    func targets() throws(UsageError) -> [OutputTarget] { try destinations().map(\.target) }
+
+    /// Every `--output` with its format: the FORMAT: prefix's, else the extension's, else `--format`.
+    func destinations() throws(UsageError) -> [Destination] {
+        var destinations: [Destination] = []
+        for value in output {
+            let (named, path) = Self.split(value)
             let target = try OutputTarget.plan(path)
-            if let earlier = targets.first(where: { $0.writesSameFile(as: target) }) {
+            if let earlier = destinations.first(where: { $0.target.writesSameFile(as: target) }) {
                 throw UsageError(
-                    "--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
+                    "--output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.target.path))'; "
                         + "give each output once")
             }
-            targets.append(target)
+            let format = named ?? (target.kind == .standardOutput ? format : format(for: path))
+            destinations.append(Destination(target: target, format: format))
         }
-        return targets
+        return destinations
+    }
+
+    /// `junit:report.xml` → (.junit, `report.xml`); a value with no format's name before a
+    /// colon is all path.
+    static func split(_ value: String) -> (Format?, String) {
+        guard let colon = value.firstIndex(of: ":"), let format = Format(rawValue: String(value[..<colon])) else {
+            return (nil, value)
+        }
+        return (format, String(value[value.index(after: colon)...]))
     }
 
     /// The format a file is written in: its extension's, else `--format`.
@@ -51,15 +96,47 @@ struct OutputOptions: ParsableArguments {
         case "csv": .csv
         case "json": .json
         case "md": .markdown
+        case "xml": .junit
         default: format
         }
+    }
+
+    /// Every `--append-output`, checked: a regular file (or a new one in a folder that exists),
+    /// a character device or a FIFO.
+    func appendTargets() throws(UsageError) -> [OutputTarget] {
+        var targets: [OutputTarget] = []
+        for path in appendOutput {
+            guard path != "-" else { throw UsageError("--append-output needs a file; use --output - for standard output") }
+            let target: OutputTarget
+            var info = stat()
+            if !path.isEmpty, stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                // An existing file is only added to: its links, mode and folder do not matter,
+                // only that it can be written.
+                guard access(path, W_OK) == 0 else {
+                    throw UsageError(
+                        "--append-output '\(Printable.name(path))': cannot be written "
+                            + "(\(String(cString: strerror(errno))))")
+                }
+                target = OutputTarget(path: path, kind: .direct)
+            } else {
+                target = try OutputTarget.plan(path, option: "--append-output")
+            }
+            if let earlier = (try destinations().map(\.target) + targets).first(where: { $0.writesSameFile(as: target) }) {
+                throw UsageError(
+                    "--append-output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
+                        + "give each output once")
+            }
+            targets.append(target)
+        }
+        return targets
     }
 }
 
 extension OutputOptions {
-    /// Renders `report` in the chosen format to `--output` (atomically) or standard output.
-    /// With `--output`, the table still goes to standard output for the person watching;
-    /// unless `quiet`, a line on standard error names each file written.
+    /// Renders `report` in the chosen format to `--output` (atomically) or standard output,
+    /// then appends its Markdown to every `--append-output`. With `--output`, the table still
+    /// goes to standard output for the person watching; unless `quiet`, a line on standard
+    /// error names each file written.
     func emit(_ report: ResultsReport, quiet: Bool, table: (ResultsReport) -> String = { $0.table() }) throws {
         func render(_ format: Format) throws -> String {
             switch format {
@@ -67,24 +144,34 @@ extension OutputOptions {
             case .csv: report.csv()
             case .json: try report.json()
             case .markdown: report.markdown()
+            case .junit: report.junit()
+            case .bencher: try report.bencherMetrics()
+            case .githubSmaller: try report.githubBenchmark(.smaller)
+            case .githubBigger: try report.githubBenchmark(.bigger)
             }
         }
-        let targets = try targets()
+        let destinations = try destinations()
         var outputs: [(target: OutputTarget, text: String)] = []
-        for target in targets {
-            outputs.append((target, try render(target.kind == .standardOutput ? format : format(for: target.path))))
+        for destination in destinations {
+            outputs.append((destination.target, try render(destination.format)))
         }
-        if targets.isEmpty {
+        if destinations.isEmpty {
             outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(format)))
-        } else if !targets.contains(where: { $0.kind == .standardOutput }) {
+        } else if !destinations.contains(where: { $0.target.kind == .standardOutput }) {
             // The person watching still sees the table.
             outputs.append((OutputTarget(path: "-", kind: .standardOutput), table(report)))
         }
         try OutputWriter.write(outputs)
+        let appended = try appendTargets()
+        if !appended.isEmpty {
+            let markdown = report.markdown()
+            for target in appended { try OutputWriter.append(markdown, to: target) }
+        }
         if !quiet {
-            for target in targets where target.kind != .standardOutput {
-                Log.progress("wrote \(format(for: target.path).rawValue) to \(Printable.name(target.path))")
+            for destination in destinations where destination.target.kind != .standardOutput {
+                Log.progress("wrote \(destination.format.rawValue) to \(Printable.name(destination.target.path))")
             }
+            for target in appended { Log.progress("appended markdown to \(Printable.name(target.path))") }
         }
     }
 }
