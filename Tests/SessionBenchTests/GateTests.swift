@@ -99,11 +99,14 @@ struct GateTests {
 
     @Test("sync-read limits: a store without a synchronous read is not measured, never given the async figure")
     func syncReadLimits() async throws {
+        // mutex's two limits only need to be measured, so they are bounds no run can miss: a
+        // p50, which one preempted thread cannot move (a p99 of 93 ms was seen with the whole
+        // suite running beside it).
         let path = try thresholds(#"""
             { "version": 1, "run": { "scenarios": ["steady-reads"], "stores": ["mutex", "actor-task"], "duration": "60ms", "tasks": 4 },
               "limits": [
                 { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "operation": "sync-read", "min_ratio": 0.00001, "of": { "baseline": "plain_load" } },
-                { "metric": "p99_ns", "store": "mutex", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } },
+                { "metric": "p50_ns", "store": "mutex", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } },
                 { "metric": "throughput_ops_per_s", "store": "actor-task", "scenario": "steady-reads", "operation": "sync-read", "min_ratio": 0.01, "of": { "baseline": "plain_load" } },
                 { "metric": "p50_ns", "store": "actor-task", "scenario": "steady-reads", "operation": "sync-read", "max_ratio": 100000, "of": { "baseline": "harness_overhead_ns" } }
               ] }
