@@ -68,7 +68,10 @@ struct OracleTests {
             let result = await runner.run(store, scenario)
             #expect(result.verdict == .pass, "\(store.name) × \(scenario.name): \(result.violations) \(result.failure ?? "")")
             #expect(result.operations > 0)
-            if scenario.isRoundBased {
+            // One refresh per expiry is owed against a healthy server. Where refreshes fail
+            // (flaky-server), a caller that reaches the store after a failure may start one more
+            // attempt (I10), which a loaded machine makes happen: the verdict judges those.
+            if scenario.isRoundBased, scenario.faults == .none {
                 #expect(
                     result.refreshesPerExpiry.map { $0 <= 1.0 } ?? true,
                     "\(store.name) × \(scenario.name): \(result.stormRefreshCalls) refresh calls over \(result.storms) storms")
