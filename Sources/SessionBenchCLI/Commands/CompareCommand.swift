@@ -52,8 +52,7 @@ struct Compare: AsyncParsableCommand {
         var refusal: UsageError?
         if let baseline {
             do {
-                try Self.refuseIfIncomparable(baseline, report)
-                let (_, notes) = BaselineConditions.check(baseline: baseline.report, current: report)
+                let notes = try Self.refuseIfIncomparable(baseline, report)
                 var comparison = BaselineComparison(
                     baseline: baseline.report, current: report, name: baseline.shownAs,
                     alpha: baselines.alpha ?? BaselineOptions.defaultAlpha,
@@ -86,12 +85,14 @@ struct Compare: AsyncParsableCommand {
         }
     }
 
-    /// A one-line error naming every difference that makes `current` incomparable with `baseline`.
+    /// A one-line error naming every difference that makes `current` incomparable with
+    /// `baseline`; else what differs without mattering (the notes).
+    @discardableResult
     static func refuseIfIncomparable(
         _ baseline: (report: ResultsReport, shownAs: String), _ current: ResultsReport
-    ) throws(UsageError) {
-        let (refusals, _) = BaselineConditions.check(baseline: baseline.report, current: current)
-        guard !refusals.isEmpty else { return }
+    ) throws(UsageError) -> [String] {
+        let (refusals, notes) = BaselineConditions.check(baseline: baseline.report, current: current)
+        guard !refusals.isEmpty else { return notes }
         throw UsageError(
             "cannot compare with baseline \(baseline.shownAs): " + refusals.joined(separator: "; ")
                 + "; run with the baseline's settings on its kind of machine, or save a new baseline")
