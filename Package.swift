@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
         .library(name: "SessionBenchHTTP", targets: ["SessionBenchHTTP"]),
+        .library(name: "SessionStoragePostgres", targets: ["SessionStoragePostgres"]),
         .executable(name: "session-bench", targets: ["session-bench"]),
     ],
     traits: [
@@ -23,7 +24,10 @@ let package = Package(
         // AsyncHTTPClient, and the SwiftNIO they share. `--disable-default-traits` builds the
         // tool without them, minutes faster, as the ThreadSanitizer run in CI does.
         .trait(name: "HTTP", description: "The loopback OAuth server (serve) and the HTTP transport."),
-        .default(enabledTraits: ["HTTP"]),
+        // Replicas sharing one session through PostgreSQL (postgres-nio): the storage backends the
+        // `replicas` scenario runs. Needs a server only to run them, never to build.
+        .trait(name: "PostgreSQL", description: "Storage backends that coordinate replicas through PostgreSQL."),
+        .default(enabledTraits: ["HTTP", "PostgreSQL"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The protocol every store implements, its tokens, errors and clock. Depends on nothing.
@@ -104,14 +109,29 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["HTTP"])),
             ],
             swiftSettings: imports),
+        // Storage backends on a PostgreSQL server, shared by replicas on any number of machines: an
+        // advisory lock or a row lock around each refresh, LISTEN/NOTIFY to tell the other replicas
+        // of a new grant, and a reference-broken one with no lock. Empty unless the PostgreSQL
+        // trait is on.
+        .target(
+            name: "SessionStoragePostgres",
+            dependencies: [
+                "SessionContract", "SessionStorage", "SessionSync",
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+            ],
+            swiftSettings: imports),
         .executableTarget(
-            name: "session-bench", dependencies: ["SessionBenchCLI", "SessionBenchHTTP", "SessionBench"],
+            name: "session-bench",
+            dependencies: ["SessionBenchCLI", "SessionBenchHTTP", "SessionBench", "SessionStoragePostgres", "SessionStorage"],
             swiftSettings: imports),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
                 "SessionBench", "SessionBenchCLI", "SessionStores", "SessionStorage", "TokenServer", "SessionContract",
-                "SessionSync", "SessionBenchHTTP",
+                "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -108,6 +108,7 @@ struct Execution {
         runner.sessionProcesses = ChildSessionLauncher()
         // Checked when the options were read.
         runner.transport = try? transport.resolved()
+        runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
             print(report.table(), terminator: "")

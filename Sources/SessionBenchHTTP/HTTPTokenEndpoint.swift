@@ -25,21 +25,31 @@ import TokenServer
 /// header, is kept as the transport's overhead.
 final class HTTPTokenEndpoint: TransportEndpoint {
     private let transport: HTTPTransport
-    /// `/s/ID`: where the server is registered.
-    private let path: String
+    /// Where the server is: registered at `/s/ID` on this process's own server, or served by
+    /// another process at a URL.
+    private let location: Location
+    private enum Location {
+        case registered(path: String)
+        case url(String)
+    }
     private let overheads = Mutex<[Int64]>([])
     private let closed = Atomic<Bool>(false)
 
     init(transport: HTTPTransport, path: String) {
         self.transport = transport
-        self.path = path
+        location = .registered(path: path)
+    }
+
+    init(transport: HTTPTransport, url: String) {
+        self.transport = transport
+        location = .url(url)
     }
 
     func refreshOverheads() -> [Int64] { overheads.withLock(visibleTo: self) { $0 } }
 
     func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        transport.server.unregister(path)
+        if case .registered(let path) = location { transport.server.unregister(path) }
     }
 
     func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
@@ -86,9 +96,16 @@ final class HTTPTokenEndpoint: TransportEndpoint {
         -> Answer
     {
         guard !closed.load(ordering: .acquiring) else { throw .transient }
-        let port: Int
-        do { port = try await transport.port() } catch { throw .transient }
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)\(OAuthWire.tokenPath)")
+        let base: String
+        switch location {
+        case .registered(let path):
+            let port: Int
+            do { port = try await transport.port() } catch { throw .transient }
+            base = "http://127.0.0.1:\(port)\(path)"
+        case .url(let url):
+            base = url
+        }
+        var request = HTTPClientRequest(url: base + OAuthWire.tokenPath)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")

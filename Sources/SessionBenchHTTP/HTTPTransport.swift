@@ -2,6 +2,7 @@
 internal import AsyncHTTPClient
 internal import NIOCore
 import SessionBench
+import SessionContract
 import SessionSync
 import Synchronization
 import TokenServer
@@ -9,7 +10,7 @@ import TokenServer
 /// `--transport http`: every scenario's token server is served over HTTP on loopback, and its
 /// store reaches it through ``HTTPTokenEndpoint``. One server and one client per process, made
 /// on first use; each scenario's server is registered under a path of its own.
-public final class HTTPTransport: EndpointTransport {
+public final class HTTPTransport: NetworkTransport {
     public static let shared = HTTPTransport()
 
     public let name = "http"
@@ -42,6 +43,25 @@ public final class HTTPTransport: EndpointTransport {
 
     public func endpoint(for server: TokenServer) -> any TransportEndpoint {
         HTTPTokenEndpoint(transport: self, path: self.server.register(server))
+    }
+
+    /// `replicas`: the server at `http://127.0.0.1:PORT/s/ID`, for the replica processes.
+    public func serve(_ server: TokenServer) async throws -> ServedTokenServer {
+        let path = self.server.register(server)
+        let port: Int
+        do { port = try await self.port() } catch {
+            self.server.unregister(path)
+            throw error
+        }
+        return ServedTokenServer(url: "http://127.0.0.1:\(port)\(path)") { [httpServer = self.server] in
+            httpServer.unregister(path)
+        }
+    }
+
+    /// An endpoint reaching a server another process of this machine serves at `url` (what
+    /// ``serve(_:)`` returned there).
+    public func endpoint(url: String) -> any TokenEndpoint {
+        HTTPTokenEndpoint(transport: self, url: url)
     }
 }
 #endif

@@ -52,7 +52,27 @@ public enum StorageError: Error, Hashable, Sendable, CustomStringConvertible {
 /// it finds empty there means another holder signed out: the shared session is over here too.
 public protocol SharedTokenStorage: TokenStorage {
     /// Runs `body` while no other call of this method on the same storage, in this process or
-    /// another, runs its body. Waits for its turn by suspending, never by blocking a thread; a
-    /// holder that dies gives up its turn (the operating system drops its lock).
-    func whileRefreshing<R>(_ body: () async -> R) async -> R
+    /// another (on this machine or, for a database, any), runs its body. Waits for its turn by
+    /// suspending, never by blocking a thread; a holder that dies gives up its turn (the operating
+    /// system or the database server drops its lock).
+    ///
+    /// Throws, without running `body`, when the turn cannot be had: a storage whose lock has a
+    /// timeout gave up waiting, or the server holding the lock could not be reached. The store
+    /// then fails that refresh as a transient error; it must never refresh outside a turn.
+    func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R
+}
+
+/// A shared storage that tells every holder when a holder saves a grant — replicas listening to
+/// their database (PostgreSQL's `LISTEN`/`NOTIFY`), say — so a holder learns of a new token as soon
+/// as it is saved: callers waiting for a refresh another holder made are answered at once, with
+/// no turn taken and no polling, and a holder whose token is about to expire has the new one
+/// before it would refresh.
+///
+/// A store takes an announced grant only if it is newer than its own (same user, higher
+/// generation) and still fresh; its own turn to refresh still reads the storage again, so a missed
+/// announcement costs time, never correctness.
+public protocol AnnouncingTokenStorage: SharedTokenStorage {
+    /// The grants saved to the storage, by any holder, as they are saved (each read back from the
+    /// storage, so a late announcement carries the newest grant). Ends when the storage is released.
+    func announcements() -> AsyncStream<TokenGrant>
 }

@@ -61,7 +61,7 @@ public protocol FolderStorage: SharedTokenStorage {
 }
 
 extension FolderStorage {
-    public func whileRefreshing<R>(_ body: () async -> R) async -> R {
+    public func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
         await RefreshLock(folder: FileSystem.folder(of: path)).run(body)
     }
 }

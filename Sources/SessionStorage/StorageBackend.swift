@@ -17,16 +17,26 @@ public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
     /// folder and that its files are readable by their owner only; the at-rest check holds it to
     /// that. A reference-broken backend may claim it falsely: that is what the check must catch.
     public let protectsAtRest: Bool
+    /// Whether the session lives on a database server rather than in the folder, so replicas on
+    /// any machine share it: the backends the `replicas` scenario runs (and the only ones it
+    /// runs). Such a backend uses the folder's path only to name its session.
+    public let isServer: Bool
+    /// How long a holder waits for its turn to refresh before giving up, for a backend whose
+    /// lock has a timeout: the longest a holder that died with the lock may hold the others up.
+    public let lockTimeout: Duration?
     private let factory: @Sendable (String) throws(StorageError) -> any TokenStorage
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, protectsAtRest: Bool = false,
+        isServer: Bool = false, lockTimeout: Duration? = nil,
         make: @escaping @Sendable (String) throws(StorageError) -> any TokenStorage
     ) {
         self.name = name
         self.summary = summary
         self.isReferenceBroken = isReferenceBroken
         self.protectsAtRest = protectsAtRest
+        self.isServer = isServer
+        self.lockTimeout = lockTimeout
         self.factory = make
     }
 

@@ -1,4 +1,5 @@
 import SessionContract
+import Synchronization
 
 /// The storage backends session-bench ships, by name.
 ///
@@ -6,8 +7,22 @@ import SessionContract
 /// `<directory>/data`, so the data folder alone reveals nothing; the plain ones use the folder
 /// itself.
 public enum StorageBackendCatalog {
-    /// Every built-in backend, reference-broken ones included, in the order reports list them.
-    public static let all: [StorageBackend] = [
+    /// Backends a build adds (the PostgreSQL ones), after the built-in ones.
+    private static let extra = Mutex<[StorageBackend]>([])
+
+    /// Adds backends (before the command line parses its arguments). A name already known is
+    /// not added again.
+    public static func register(_ backends: [StorageBackend]) {
+        extra.withLock { extra in
+            for backend in backends where !(builtIn + extra).contains(backend) { extra.append(backend) }
+        }
+    }
+
+    /// Every backend, reference-broken ones included, in the order reports list them.
+    public static var all: [StorageBackend] { builtIn + extra.withLock { $0 } }
+
+    /// The backends in this package that keep the session in a folder of this machine.
+    static let builtIn: [StorageBackend] = [
         StorageBackend(
             name: "json-file", summary: "plaintext JSON file (UserDefaults analogue), replaced atomically"
         ) { directory throws(StorageError) in try JSONFileStorage(directory: directory) },
@@ -50,6 +65,10 @@ public enum StorageBackendCatalog {
 
     /// The backends meant to be correct: what "all backends" means unless broken ones are asked for.
     public static var correct: [StorageBackend] { all.filter { !$0.isReferenceBroken } }
+
+    /// The correct backends a scenario runs unless one is named: those on a database server for
+    /// `replicas` (`servers: true`), the ones in a folder for the others.
+    public static func correct(servers: Bool) -> [StorageBackend] { correct.filter { $0.isServer == servers } }
 
     /// The backend called `name`, if there is one.
     public static func named(_ name: String) -> StorageBackend? { all.first { $0.name == name } }

@@ -100,6 +100,22 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         }
         let initial = lifecycle.withSharedAccess { $0.observed }
         states = StateBroadcaster(initial.state, version: initial.version)
+        if let announced = persistence?.announcements() {
+            // Holds the store weakly: the listening ends with the store's storage.
+            Task { [weak self] in
+                for await grant in announced {
+                    guard let self else { return }
+                    self.adopt(grant)
+                }
+            }
+        }
+    }
+
+    /// A grant another holder saved, as the shared storage announced it: taken if newer and fresh,
+    /// answering the callers of a refresh this holder was waiting its turn for.
+    private func adopt(_ grant: TokenGrant) {
+        let adopted = changing { $0.adopt(grant, now: clock.now()) }
+        if let (waiters, outcome) = adopted { resume(waiters, with: outcome) }
     }
 
     private let sharedElevation: ElevationCoordinator
@@ -237,7 +253,28 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         guard let persistence, persistence.isShared else {
             return await refresh(request, presenting: request.refreshToken)
         }
-        await persistence.takingTurns {
+        do throws(StorageError) {
+            try await takeTurn(request, persistence: persistence)
+        } catch {
+            // No turn (a lock wait that timed out, a database out of reach): refreshing without one
+            // could present a refresh token another holder is presenting. This round fails as a
+            // transient error; the next caller tries again.
+            let (waiters, outcome) = changing {
+                $0.refreshCompleted(request, result: .failure(.transient), now: clock.now())
+            }
+            resume(waiters, with: outcome)
+        }
+    }
+
+    /// The refresh in this holder's turn: another holder's newer grant if the storage has one,
+    /// else a call to the server.
+    private func takeTurn(
+        _ request: TokenLifecycle<TokenWaiter>.RefreshRequest, persistence: SessionPersistence
+    ) async throws(StorageError) {
+        try await persistence.takingTurns {
+            // Answered meanwhile (a grant another holder saved, announced while this one waited)
+            // or ended: no one waits for this refresh, and its refresh token may be spent.
+            guard lifecycle.withSharedAccess({ $0.isCurrent(request) }) else { return }
             switch persistence.reload() {
             case .session(let stored) where stored.refreshToken != request.refreshToken:
                 guard stored.accessToken.isFresh(at: clock.now(), margin: skew) else {

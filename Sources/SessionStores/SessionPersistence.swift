@@ -70,12 +70,20 @@ final class SessionPersistence: Sendable {
     /// Whether other holders may share the storage, so a refresh must take its turn.
     var isShared: Bool { shared != nil }
 
+    /// Grants other holders save, as the storage announces them; `nil` for a storage that does
+    /// not announce (or a store that shares it only within this process).
+    func announcements() -> AsyncStream<TokenGrant>? {
+        guard turns == .storage, let announcing = shared as? any AnnouncingTokenStorage else { return nil }
+        return announcing.announcements()
+    }
+
     /// Runs `body` in this holder's turn to refresh: while no other holder of a shared storage
     /// runs its own. Unshared storage runs it at once.
-    func takingTurns<R>(_ body: () async -> R) async -> R {
+    /// Throws, without running `body`, when the storage could not give a turn.
+    func takingTurns<R>(_ body: () async -> R) async throws(StorageError) -> R {
         guard let shared else { return await body() }
         switch turns {
-        case .storage: return await shared.whileRefreshing(body)
+        case .storage: return try await shared.whileRefreshing(body)
         case .processOnly: return await Self.processTurns.run(body)
         }
     }

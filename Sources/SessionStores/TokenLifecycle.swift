@@ -238,6 +238,22 @@ public struct TokenLifecycle<Waiter> {
         state = .active(grant: grant, refresh: nil)
     }
 
+    /// Another holder of a shared storage saved `grant` (its storage announced it). Taken if it is
+    /// the same user's, newer than the session's token and fresh at `now`: a refresh in flight is
+    /// answered with it, as if this holder's own turn had found it there (returns that refresh's
+    /// waiters and their outcome; the refresh itself, no longer current, must not reach the server).
+    /// `nil` when the grant is not taken.
+    public mutating func adopt(_ grant: TokenGrant, now: TokenInstant) -> (waiters: [Waiter], outcome: Outcome)? {
+        guard case .active(let current, let refresh) = state,
+            grant.accessToken.subject == current.accessToken.subject,
+            grant.accessToken.generation > current.accessToken.generation,
+            grant.accessToken.isFresh(at: now, margin: skew)
+        else { return nil }
+        version &+= 1
+        state = .active(grant: grant, refresh: nil)
+        return (refresh.map { Array($0.waiters.values) } ?? [], .success(grant.accessToken))
+    }
+
     /// Another holder of a shared storage signed out while `request` waited for its turn (the
     /// storage was empty when read again): the session ends here too. Returns the refresh's
     /// waiters, to resume with ``SessionError/signedOut``; none if `request` is no longer current.

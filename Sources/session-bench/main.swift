@@ -1,5 +1,13 @@
 import SessionBenchCLI
 
+#if PostgreSQL
+import SessionStorage
+import SessionStoragePostgres
+
+// Before anything parses: the session processes of `replicas` resolve backends by name too.
+StorageBackendCatalog.register(PostgresBackends.all)
+#endif
+
 #if HTTP
 import SessionBenchHTTP
 import SessionBench

@@ -132,7 +132,7 @@ struct SharedStorageTests {
         ])
         #expect(status == 0, "\(printed)")
         #expect(printed.contains("actor-task do not share a storage"), "a store that does not share is named")
-        #expect(results.count == 2 * StorageBackendCatalog.correct.count, "two stores × every correct backend")
+        #expect(results.count == 2 * StorageBackendCatalog.correct(servers: false).count, "two stores × every correct backend")
         for result in results {
             #expect(result.verdict == "pass", "\(result.store) × \(result.scenario): \(result.violations)")
             let figures = try #require(result.persistence)
@@ -152,7 +152,7 @@ struct SharedStorageTests {
             "--stores", "shared-process-lock", "--scenario", "shared-storage",
         ])
         #expect(status == 1, "\(printed)")
-        #expect(results.count == StorageBackendCatalog.correct.count)
+        #expect(results.count == StorageBackendCatalog.correct(servers: false).count)
         for result in results {
             let found = Set(result.violations.map(\.invariant))
             #expect(found.isSuperset(of: [Invariant.singleFlight.rawValue, Invariant.noReuse.rawValue]), "\(printed)")

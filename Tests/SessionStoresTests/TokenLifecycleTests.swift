@@ -53,6 +53,32 @@ struct TokenLifecycleTests {
         #expect(lifecycle.freshToken(at: late)?.generation == 2)
     }
 
+    @Test("an announced grant is taken only if the same user's, newer and fresh; it answers a waiting refresh")
+    func adoptsAnnouncedGrant() throws {
+        var lifecycle = signedIn(3)
+        for (refused, why) in [
+            (grant(generation: 2, expiresIn: 300), "older"), (grant(generation: 3, expiresIn: 300), "the same"),
+            (grant(generation: 4, subject: "b", expiresIn: 300), "another user"),
+            (grant(generation: 4, expiresIn: 5), "within the skew of expiry"),
+        ] {
+            let taken = lifecycle.adopt(refused, now: start)
+            #expect(taken == nil, "\(why)")
+        }
+        #expect(lifecycle.freshToken(at: start)?.generation == 3)
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
+        let adopted = lifecycle.adopt(grant(generation: 4, expiresIn: 300), now: late)
+        let (waiters, outcome) = try #require(adopted)
+        #expect(Set(waiters) == [1, 2])
+        #expect(try outcome.get().generation == 4)
+        #expect(lifecycle.freshToken(at: late)?.generation == 4)
+        #expect(!lifecycle.isCurrent(refresh), "the refresh it answered must not reach the server")
+        let (late2, _) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 5)), now: late)
+        #expect(late2.isEmpty)
+        #expect(lifecycle.freshToken(at: late)?.generation == 4, "its late answer is discarded")
+    }
+
     @Test func rejectionOfCurrentRefreshesOfOlderDoesNot() throws {
         var lifecycle = signedIn(5)
         let current = try #require(lifecycle.freshToken(at: start))

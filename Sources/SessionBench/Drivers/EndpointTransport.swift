@@ -14,6 +14,29 @@ public protocol EndpointTransport: Sendable {
     func endpoint(for server: TokenServer) -> any TransportEndpoint
 }
 
+/// A transport that other processes can use: `replicas` serves the driver's token server at a
+/// URL, and each replica process reaches it there through an endpoint of its own — one server,
+/// one ledger, for every replica.
+public protocol NetworkTransport: EndpointTransport {
+    /// Serves `server` until the returned value's `stop` is called.
+    func serve(_ server: TokenServer) async throws -> ServedTokenServer
+
+    /// An endpoint, in any process of this machine, reaching the server served at `url`.
+    func endpoint(url: String) -> any TokenEndpoint
+}
+
+/// A token server being served for other processes.
+public struct ServedTokenServer: Sendable {
+    /// Where: `http://127.0.0.1:PORT/s/ID`. Names no secret.
+    public let url: String
+    public let stop: @Sendable () -> Void
+
+    public init(url: String, stop: @escaping @Sendable () -> Void) {
+        self.url = url
+        self.stop = stop
+    }
+}
+
 /// A store's way to one token server over a transport.
 public protocol TransportEndpoint: StepUpEndpoint {
     /// Each refresh call's round trip less the server's own time, as the server reported it:

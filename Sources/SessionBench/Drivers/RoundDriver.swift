@@ -121,7 +121,7 @@ struct RoundDriver {
     mutating func play(round: Int) async -> Bool {
         server.setContext("round \(round)")
         switch scenario.kind {
-        case .steadyReads, .crashRestart, .sharedStorage, .stepUp, .sessionStates:
+        case .steadyReads, .crashRestart, .sharedStorage, .replicas, .stepUp, .sessionStates:
             preconditionFailure("\(scenario.kind.rawValue) has a driver of its own")
         case .expiryStorm, .family:
             time.advance(by: scenario.tokenLifetime)

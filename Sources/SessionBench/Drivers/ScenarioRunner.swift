@@ -27,6 +27,10 @@ public struct ScenarioRunner: Sendable {
     /// their session processes' pipes whatever this says.
     public var transport: (any EndpointTransport)?
 
+    /// How `replicas`' processes reach the driver's token server: served over this transport (HTTP
+    /// on loopback in a build that has it), or, when `nil`, through each process's pipe.
+    public var network: (any NetworkTransport)?
+
     public init(hangTimeout: Duration = .seconds(5), settle: Duration = .milliseconds(1)) {
         self.hangTimeout = hangTimeout
         self.settle = settle
@@ -80,7 +84,7 @@ public struct ScenarioRunner: Sendable {
         // The drivers write their figures into the result itself.
         let outcome = DriverOutcome(result: result)
         switch scenario.kind {
-        case .crashRestart, .sharedStorage:
+        case .crashRestart, .sharedStorage, .replicas:
             var outcome = outcome
             if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
                 if scenario.kind == .crashRestart {

@@ -95,7 +95,7 @@ extension Scenario.Kind {
                 .cancellationStorm, .family, .scaleStorm:
                 Array(1...13)
             case .crashRestart: [1, 2, 3, 7, 14, 15, 16, 17]
-            case .sharedStorage: [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16]
+            case .sharedStorage, .replicas: [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16]
             case .stepUp: [1, 3, 4, 7, 12, 18, 19, 20, 21, 22]
             case .sessionStates: [1, 3, 7, 23, 24, 25]
             }

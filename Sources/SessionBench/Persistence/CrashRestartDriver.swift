@@ -205,7 +205,7 @@ struct CrashRestartDriver {
                     link.kill()
                     outcome.failure = "the session process could not run: \(why)"
                     return true
-                case .plan, .grant, .failure, .round, .answered, .roundDone: continue
+                case .plan, .grant, .failure, .round, .answered, .roundDone, .inTurn, .overheads: continue
                 }
             }
         }

@@ -26,6 +26,7 @@ final class CrashingStorage: TokenStorage {
     private let armedAbove = Atomic<UInt64>(.max)
     private let calls = Atomic<Int>(0)
     private let underway = Atomic<Int>(0)
+    private let parking = Atomic<Bool>(false)
 
     init(wrapping storage: any TokenStorage, pipe: SessionPipe, crash: CrashPoint, midSaveLimit: Int) {
         wrapped = storage
@@ -40,6 +41,11 @@ final class CrashingStorage: TokenStorage {
     func arm(above generation: UInt64) {
         if crash.firesInStorage { armedAbove.store(generation, ordering: .sequentiallyConsistent) }
     }
+
+    /// The next turn to refresh (``SharedTokenStorage/whileRefreshing(_:)``) never ends: once
+    /// the storage has given it, this says `inTurn` to the driver and blocks until the process is
+    /// killed — a replica that dies holding its lock.
+    func parkInNextTurn() { parking.store(true, ordering: .sequentiallyConsistent) }
 
     /// Storage calls so far.
     var callCount: Int { calls.load(ordering: .sequentiallyConsistent) }
@@ -121,8 +127,14 @@ func sleepThread(milliseconds: Int) {
 /// Shares the wrapped storage's turns, when it has them: the store sees the backend as the
 /// backend is.
 extension CrashingStorage: SharedTokenStorage {
-    func whileRefreshing<R>(_ body: () async -> R) async -> R {
+    func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
         guard let shared = wrapped as? any SharedTokenStorage else { return await body() }
-        return await shared.whileRefreshing(body)
+        return try await shared.whileRefreshing {
+            if parking.exchange(false, ordering: .sequentiallyConsistent) {
+                pipe.send(.inTurn)
+                while true { sleepThread(milliseconds: 1000) }
+            }
+            return await body()
+        }
     }
 }

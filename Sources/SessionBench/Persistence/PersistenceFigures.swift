@@ -36,6 +36,11 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
     /// had saved instead of calling the server.
     public var holders = 0
     public var grantsTaken = 0
+    /// `replicas`: from the kill of a replica that held the lock to the moment every other
+    /// replica's callers had a fresh token, in seconds; and the backend's lock timeout, the
+    /// longest that may take beyond the refresh itself.
+    public var lockHolderRecoverySeconds: Double?
+    public var lockTimeoutSeconds: Double?
 
     public init(backend: String, protectsAtRest: Bool, reuseGraceSeconds: Double) {
         self.backend = backend

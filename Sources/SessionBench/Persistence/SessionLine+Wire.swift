@@ -14,6 +14,7 @@ extension SessionLine {
         var grant: StoredGrant?
         var plan: SessionProcessPlan?
         var round: SharedRound?
+        var numbers: [Int64]?
     }
 
     private static let sessionErrors: [SessionError] = [
@@ -42,6 +43,8 @@ extension SessionLine {
         case .answered(let instance, .failure(let error), let nanoseconds):
             wire = Wire(type: "answered-error", id: instance, text: error.description, number: nanoseconds)
         case .roundDone(let index): wire = Wire(type: "round-done", id: index)
+        case .inTurn: wire = Wire(type: "in-turn")
+        case .overheads(let nanoseconds): wire = Wire(type: "overheads", numbers: nanoseconds)
         case .round(let round): wire = Wire(type: "round", round: round)
         case .problem(let why): wire = Wire(type: "problem", text: why)
         case .plan(let plan): wire = Wire(type: "plan", plan: plan)
@@ -98,6 +101,10 @@ extension SessionLine {
             guard let round = wire.round else { return nil }
             self = .round(round)
         case "signed-out": self = .signedOut
+        case "in-turn": self = .inTurn
+        case "overheads":
+            guard let numbers = wire.numbers else { return nil }
+            self = .overheads(numbers)
         case "done": self = .done
         case "problem": self = .problem(wire.text ?? "")
         case "plan":

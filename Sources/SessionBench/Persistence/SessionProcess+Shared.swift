@@ -7,19 +7,22 @@ import SessionStorage
 /// the driver says. Each step (``SharedRound``) ends with `roundDone`.
 extension SessionProcess {
     static func runShared(
-        _ plan: SessionProcessPlan, descriptor: StoreDescriptor, backend: StorageBackend, pipe: SessionPipe
+        _ plan: SessionProcessPlan, descriptor: StoreDescriptor, backend: StorageBackend, endpoint: any TokenEndpoint,
+        pipe: SessionPipe
     ) async -> Never {
         let time = ManualTime(start: TokenInstant(nanoseconds: plan.clockStart))
         var stores: [any SessionStore] = []
+        var storages: [CrashingStorage] = []
         for _ in 0..<plan.instances {
             let opened: any TokenStorage
             do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error.description) }
             // Counts and times saves; never crashes.
             let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: .clean, midSaveLimit: 0)
+            storages.append(storage)
             stores.append(
                 descriptor.make(
                     SessionStoreConfiguration(
-                        endpoint: PipeEndpoint(pipe: pipe), clock: .manual(time), storage: storage)))
+                        endpoint: endpoint, clock: .manual(time), storage: storage)))
         }
         // Each instance restores the session the driver saved.
         for store in stores {
@@ -27,6 +30,7 @@ extension SessionProcess {
             pipe.send(.first(first.map(\.generation)))
         }
         var held: [AccessToken?] = Array(repeating: nil, count: stores.count)
+        var overheadsSent = 0
         while true {
             let round = await pipe.nextRound()
             time.advance(by: .nanoseconds(round.advance))
@@ -45,8 +49,48 @@ extension SessionProcess {
             case .signOut:
                 for instance in mine { await stores[instance].signOut() }
                 pipe.send(.signedOut)
+            case .reads:
+                let before = storages.reduce(0) { $0 + $1.callCount }
+                let count = await reads(stores: mine.map { stores[$0] }, callers: plan.callers, each: plan.readsPerCaller)
+                pipe.send(.reads(count: count, storageCalls: storages.reduce(0) { $0 + $1.callCount } - before))
+            case .crash:
+                // The instance's next turn to refresh is its last: it says so and waits there,
+                // holding whatever the turn holds, until the driver kills the process.
+                for instance in mine {
+                    storages[instance].parkInNextTurn()
+                    Task { [store = stores[instance]] in
+                        let started = ContinuousClock.now
+                        let got = await outcome { () async throws(SessionError) in try await store.validToken() }
+                        // Only a store that refreshed outside its turn gets here.
+                        let elapsed = (ContinuousClock.now - started).nanosecondsClamped
+                        pipe.send(.answered(instance: instance, got.map(\.generation), nanoseconds: elapsed))
+                    }
+                }
+                if !mine.isEmpty { continue }
+            }
+            if let measured = endpoint as? any TransportEndpoint {
+                let overheads = measured.refreshOverheads()
+                if overheads.count > overheadsSent { pipe.send(.overheads(Array(overheads[overheadsSent...]))) }
+                overheadsSent = overheads.count
             }
             pipe.send(.roundDone(round.index))
+        }
+    }
+
+    /// `each` reads by each of `callers` callers of every store in `stores`, all at once; returns how
+    /// many got a token.
+    private static func reads(stores: [any SessionStore], callers: Int, each: Int) async -> Int {
+        await withTaskGroup(of: Int.self) { group in
+            for store in stores {
+                for _ in 0..<callers {
+                    group.addTask {
+                        var served = 0
+                        for _ in 0..<each where (try? await store.validToken()) != nil { served += 1 }
+                        return served
+                    }
+                }
+            }
+            return await group.reduce(0, +)
         }
     }
 

@@ -18,7 +18,11 @@ import SessionStorage
 public enum SessionProcess {
     /// Runs the session process; `store` resolves the plan's store name. Never returns: the
     /// driver kills the process, or closes its standard input for a clean exit.
-    public static func main(store resolve: @Sendable (String) -> StoreDescriptor?) async -> Never {
+    /// `network` reaches a token server the driver serves at a URL (`replicas`, when the plan
+    /// names one).
+    public static func main(
+        store resolve: @Sendable (String) -> StoreDescriptor?, network: (any NetworkTransport)? = nil
+    ) async -> Never {
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         setrlimit(Int32(RLIMIT_CORE.rawValue), &noCore)
         let pipe = SessionPipe()
@@ -28,7 +32,14 @@ public enum SessionProcess {
         guard let backend = StorageBackendCatalog.named(plan.backend) else {
             fail(pipe, "unknown storage backend '\(plan.backend)'")
         }
-        if plan.instances > 0 { await runShared(plan, descriptor: descriptor, backend: backend, pipe: pipe) }
+        if plan.instances > 0 {
+            var endpoint: any TokenEndpoint = PipeEndpoint(pipe: pipe)
+            if let url = plan.serverURL {
+                guard let network else { fail(pipe, "the plan names a token server at a URL, but this build has no HTTP") }
+                endpoint = network.endpoint(url: url)
+            }
+            await runShared(plan, descriptor: descriptor, backend: backend, endpoint: endpoint, pipe: pipe)
+        }
         let opened: any TokenStorage
         do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error.description) }
         let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: plan.crash, midSaveLimit: plan.midSaveLimit)

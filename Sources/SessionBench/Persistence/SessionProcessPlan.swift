@@ -29,12 +29,15 @@ public struct SessionProcessPlan: Sendable, Codable, Hashable {
     /// with the driver's server. `0` instances: a `crash-restart` round.
     public var instances: Int
     public var clockStart: Int64
+    /// `replicas`: where the driver serves its token server; `nil`: over the pipe.
+    public var serverURL: String?
 
     public init(
         store: String, backend: String, directory: String, incarnation: Int, signIn: Bool, subject: String,
         callers: Int, readsPerCaller: Int, crash: CrashPoint, midSaveLimit: Int, instances: Int = 0,
-        clockStart: Int64 = 0
+        clockStart: Int64 = 0, serverURL: String? = nil
     ) {
+        self.serverURL = serverURL
         self.store = store
         self.backend = backend
         self.directory = directory
@@ -74,6 +77,11 @@ enum SessionLine: Equatable {
     case answered(instance: Int, Result<UInt64, SessionError>, nanoseconds: Int64)
     /// `shared-storage`: every caller of round `index` has its answer.
     case roundDone(Int)
+    /// `replicas`: the instance told to crash holds its turn to refresh and waits to be killed.
+    case inTurn
+    /// `replicas` over a network: what the transport added to each refresh since the last report
+    /// (round trip less the server's own time), in nanoseconds.
+    case overheads([Int64])
     /// The process could not do its part (unknown store, storage unusable): the run errors.
     case problem(String)
     // Driver → session process.
@@ -107,6 +115,12 @@ struct SharedRound: Equatable, Codable {
         case expiry
         /// Each instance signs out.
         case signOut = "sign-out"
+        /// `replicas`: every caller reads its token over and over (`readsPerCaller` each); the
+        /// process reports the reads and the storage calls made meanwhile (there must be none).
+        case reads
+        /// `replicas`: the instance refreshes (the clock has moved past the token's lifetime) and,
+        /// inside its turn, says `inTurn` and waits to be killed. No `roundDone` follows.
+        case crash
     }
 
     var index: Int

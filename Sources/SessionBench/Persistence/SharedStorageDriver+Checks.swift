@@ -24,7 +24,7 @@ extension SharedStorageDriver {
         let name = event.expiry ? "expiry" : "401 storm"
         let context =
             "event \(event.index), \(event.expiry ? "an" : "a") \(name) for \(event.holders) of the "
-            + "\(Self.holders) store instances sharing one \(backend.name) storage across \(Self.processes) processes"
+            + "\(holders) store instances sharing one \(backend.name) storage across \(processes) processes"
         let refreshes = ledger.filter { $0.context == "event \(event.index)" && $0.call == .refresh }
         // Once the server has refused a refresh token the session is over for every holder: the
         // reuse behind it is I7's, and callers told so are right.

@@ -27,9 +27,13 @@ struct SharedStorageDriver {
     let launcher: any SessionProcessLauncher
     let backend: StorageBackend
 
-    static let processes = 2
-    static let instancesPerProcess = 2
-    static var holders: Int { processes * instancesPerProcess }
+    /// Session processes, and store instances in each: 2 × 2 in `shared-storage`; in `replicas`,
+    /// one instance in each of the scenario's replicas.
+    var processes: Int { scenario.kind == .replicas ? scenario.replicas ?? Scenario.defaultReplicas : 2 }
+    var instancesPerProcess: Int { scenario.kind == .replicas ? 1 : 2 }
+    var holders: Int { processes * instancesPerProcess }
+    /// `replicas`: reads by each caller in the read phase.
+    static let readsPerCaller = 2_000
 
     /// What one process sent while the driver waited on it.
     struct Heard {
@@ -39,6 +43,13 @@ struct SharedStorageDriver {
         var grants: [TokenGrant] = []
         /// Steps the process has finished.
         var done: Set<Int> = []
+        /// `replicas`: the instance told to crash holds its turn; reads made, and storage calls
+        /// made while they ran.
+        var inTurn = false
+        /// What the network added to the process's refresh calls (`replicas` over HTTP).
+        var overheads: [Int64] = []
+        var reads = 0
+        var readStorageCalls = 0
         var end = End.complete
     }
 
@@ -67,7 +78,7 @@ struct SharedStorageDriver {
         outcome.persistence = PersistenceFigures(
             backend: backend.name, protectsAtRest: backend.protectsAtRest,
             reuseGraceSeconds: scenario.reuseGraceWindow.secondsValue)
-        outcome.persistence?.holders = Self.holders
+        outcome.persistence?.holders = holders
         let started = ContinuousClock.now
 
         server.setContext("sign-in")
@@ -91,30 +102,44 @@ struct SharedStorageDriver {
         var handed: Set<UInt64> = [grant.accessToken.generation]
         server.setContext("launch")
         var completed = false
+        // Processes the driver killed on purpose (`replicas`: the lock holder).
+        var dead: Set<Int> = []
+        // `replicas` reach the server over the network when the build has one (HTTP on loopback):
+        // the same server object, so the same ledger, whichever way a call came.
+        var served: ServedTokenServer?
+        if scenario.kind == .replicas, let network = runner.network {
+            do { served = try await network.serve(server) } catch {
+                outcome.failure = "could not serve the token server over \(network.name): \(error)"
+                return
+            }
+            outcome.transportName = network.name
+        }
+        defer { served?.stop() }
         do {
-            for index in 0..<Self.processes {
+            for index in 0..<processes {
                 links.append(try launcher.launch())
                 links[index].send(
                     .plan(
                         SessionProcessPlan(
                             store: descriptor.name, backend: backend.name, directory: directory, incarnation: index,
-                            signIn: false, subject: subject, callers: scenario.tasks, readsPerCaller: 0,
-                            crash: .clean, midSaveLimit: 0, instances: Self.instancesPerProcess,
-                            clockStart: time.now.nanoseconds)))
+                            signIn: false, subject: subject, callers: scenario.tasks,
+                            readsPerCaller: scenario.kind == .replicas ? Self.readsPerCaller : 0,
+                            crash: .clean, midSaveLimit: 0, instances: instancesPerProcess,
+                            clockStart: time.now.nanoseconds, serverURL: served?.url)))
             }
             completed = await drive(
                 links, server: server, time: time, saved: grant, directory: directory, handed: &handed,
-                atRest: &atRest, secrets: &secrets,
+                atRest: &atRest, secrets: &secrets, dead: &dead,
                 outcome: &outcome)
         } catch {
             outcome.failure = "could not start a session process: \(error)"
         }
         // A finished run lets the processes exit; a stopped one kills them. Either way, each is
         // reaped before the run reports.
-        for link in links {
+        for (index, link) in links.enumerated() where !dead.contains(index) {
             if completed { link.closeInput() } else { link.kill() }
         }
-        for (index, link) in links.enumerated() {
+        for (index, link) in links.enumerated() where !dead.contains(index) {
             let end = await link.wait()
             if completed, case .signaled(let signal) = end {
                 outcome.verdict = .crashed
@@ -123,7 +148,7 @@ struct SharedStorageDriver {
                     + (TrapMessage.find(in: link.errors).map { ": \($0)" } ?? "")
             }
         }
-        outcome.persistence?.processes = Self.processes
+        outcome.persistence?.processes = processes
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
         if let atRest { CrashRestartDriver.judgeAtRest(atRest, backend: backend, oracle: oracle, outcome: &outcome) }
@@ -134,9 +159,9 @@ struct SharedStorageDriver {
     private func drive(
         _ links: [SessionProcessLink], server: TokenServer, time: ManualTime, saved grant: TokenGrant,
         directory: String, handed: inout Set<UInt64>, atRest: inout AtRestScan?, secrets: inout Secrets,
-        outcome: inout DriverOutcome
+        dead: inout Set<Int>, outcome: inout DriverOutcome
     ) async -> Bool {
-        let launch = await serve(links, server: server, until: { $0.firsts.count == Self.instancesPerProcess })
+        let launch = await serve(links, server: server, until: { $0.firsts.count == instancesPerProcess })
         guard accept(launch, links: links, phase: "launch", secrets: &secrets, outcome: &outcome) else { return false }
         for (index, heard) in launch.enumerated() {
             for first in heard.firsts {
@@ -158,14 +183,19 @@ struct SharedStorageDriver {
             server.setContext(context)
             let round = SharedRound(index: step, action: action, advance: advance.nanosecondsClamped, holders: holders)
             step += 1
-            for link in links { link.send(.round(round)) }
-            let heard = await serve(links, server: server) { $0.done.contains(round.index) }
+            for (index, link) in links.enumerated() where !dead.contains(index) { link.send(.round(round)) }
+            // The instance told to crash never finishes its round: it says when it holds its turn (or
+            // answers, if its store refreshed without one).
+            let crashing = action == .crash
+            let heard = await serve(links, server: server, dead: dead) {
+                $0.done.contains(round.index) || $0.inTurn || (crashing && !$0.answers.isEmpty)
+            }
             return accept(heard, links: links, phase: context, secrets: &secrets, outcome: &outcome) ? heard : nil
         }
-        let everyone = Array(0..<Self.holders)
+        let everyone = Array(0..<holders)
         for event in 0..<scenario.rounds {
             let context = "event \(event)"
-            let alone = (event / 4) % Self.holders
+            let alone = (event / 4) % holders
             let (kind, holders): (SharedRound.Action, [Int]) =
                 switch event % 4 {
                 case 0: (.storm, everyone)
@@ -201,9 +231,38 @@ struct SharedStorageDriver {
             seen.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
             atRest = seen
         }
+        if scenario.kind == .replicas {
+            // Reads, which must never reach the database: first every replica gets a fresh token
+            // (the one left out of the last expiry takes the new grant from storage), then reads.
+            guard await run(.hold, everyone, context: "reads") != nil,
+                let reads = await run(.reads, everyone, context: "reads")
+            else { return false }
+            outcome.persistence?.readsChecked += reads.reduce(0) { $0 + $1.reads }
+            outcome.persistence?.storageCallsDuringReads += reads.reduce(0) { $0 + $1.readStorageCalls }
+            // The last replica dies holding its turn; the others' next expiry must not wait on it
+            // past the lock's timeout.
+            let victim = processes - 1
+            guard
+                let crash = await run(
+                    .crash, [victim * instancesPerProcess], advance: scenario.tokenLifetime + .seconds(1),
+                    context: "crash")
+            else { return false }
+            links[victim].kill()
+            let killed = ContinuousClock.now
+            dead.insert(victim)
+            _ = await links[victim].wait()
+            let survivors = everyone.filter { $0 / instancesPerProcess != victim }
+            let issuedBefore = server.ledger.entries.compactMap(\.issuedGeneration).max() ?? 0
+            guard let heard = await run(.expiry, survivors, context: "event \(scenario.rounds)") else { return false }
+            judgeRecovery(
+                Event(index: scenario.rounds, expiry: true, holders: survivors.count, issuedBefore: issuedBefore, held: [:]),
+                heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
+                killedInTurn: crash[victim].inTurn, handed: &handed, outcome: &outcome)
+            judgeStorage(after: "the lock holder's crash", in: directory, handed: handed)
+        }
         // One instance signs out; the others' next refresh must find the shared session over.
         guard await run(.signOut, [0], context: "sign-out") != nil else { return false }
-        let others = Array(1..<Self.holders)
+        let others = Array(1..<holders).filter { !dead.contains($0 / instancesPerProcess) }
         guard await run(.hold, others, context: "after sign-out") != nil,
             let after = await run(.storm, others, context: "after sign-out")
         else { return false }
@@ -215,87 +274,5 @@ struct SharedStorageDriver {
                 trace: ended.exposures)
         }
         return true
-    }
-
-    /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
-    /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
-    private func accept(
-        _ heard: [Heard], links: [SessionProcessLink], phase: String, secrets: inout Secrets,
-        outcome: inout DriverOutcome
-    ) -> Bool {
-        for part in heard {
-            for grant in part.grants { secrets.note(grant) }
-            for nanoseconds in part.saves { outcome.latencies.record(.save, nanoseconds: nanoseconds) }
-        }
-        for (index, part) in heard.enumerated() {
-            switch part.end {
-            case .complete: continue
-            case .timedOut:
-                let expected = Self.instancesPerProcess * scenario.tasks
-                outcome.hang = .init(
-                    stuckCallers: max(0, expected - part.answers.count), ofCallers: expected, operation: .rejection,
-                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "session process \(index), \(phase)",
-                    detail: "no word from session process \(index) for the hang timeout (\(phase))")
-            case .closed:
-                outcome.failure =
-                    "session process \(index) ended during \(phase)"
-                    + (TrapMessage.find(in: links[index].errors).map { ": \($0)" } ?? "")
-                outcome.verdict = .crashed
-            case .problem(let why):
-                outcome.failure = "the session process could not run: \(why)"
-            }
-            return false
-        }
-        return true
-    }
-
-    /// Serves every process at once — their token-endpoint calls go to the server — until each
-    /// has sent what `enough` asks for, or goes quiet for the hang timeout.
-    private func serve(
-        _ links: [SessionProcessLink], server: TokenServer, until enough: @escaping @Sendable (Heard) -> Bool
-    ) async -> [Heard] {
-        await withTaskGroup(of: (Int, Heard).self) { group in
-            for (index, link) in links.enumerated() {
-                group.addTask { [runner] in
-                    var heard = Heard()
-                    while !enough(heard) {
-                        switch await link.next(within: runner.hangTimeout) {
-                        case .closed:
-                            heard.end = .closed
-                            return (index, heard)
-                        case .timedOut:
-                            heard.end = .timedOut
-                            return (index, heard)
-                        case .line(let text):
-                            guard let line = SessionLine(line: text) else { continue }
-                            switch line {
-                            case .refreshRequest(let id, let token):
-                                let result = await server.refreshResult(RefreshToken(token))
-                                if case .success(let grant) = result { heard.grants.append(grant) }
-                                link.send(SessionLine.reply(id, result))
-                            case .signInRequest(let id, let user):
-                                let result = await server.signInResult(Credentials(subject: Subject(user)))
-                                if case .success(let grant) = result { heard.grants.append(grant) }
-                                link.send(SessionLine.reply(id, result))
-                            case .first(let first): heard.firsts.append(first)
-                            case .answered(let instance, let result, let nanoseconds):
-                                heard.answers.append(
-                                    ("process \(index), store instance \(instance)", result, nanoseconds))
-                            case .saved(let nanoseconds): heard.saves.append(nanoseconds)
-                            case .roundDone(let index): heard.done.insert(index)
-                            case .problem(let why):
-                                heard.end = .problem(why)
-                                return (index, heard)
-                            default: continue
-                            }
-                        }
-                    }
-                    return (index, heard)
-                }
-            }
-            var heard = [Heard](repeating: Heard(), count: links.count)
-            for await (index, part) in group { heard[index] = part }
-            return heard
-        }
     }
 }

@@ -13,17 +13,32 @@ extension ResultsReport {
         "plaintext at rest", "file mode", "save p50", "save p99",
     ]
 
+    static let replicaColumns = [
+        "store", "backend", "replicas", "events", "refreshes", "refreshes per event", "taken from storage",
+        "refresh wait p50", "save p50", "db calls in reads", "lock holder killed: back after", "lock timeout",
+    ]
+
     func storageColumns(for scenario: String) -> [String] {
-        isShared(scenario) ? Self.sharedStorageColumns : Self.storageColumns
+        if isReplicas(scenario) { return Self.replicaColumns }
+        return isShared(scenario) ? Self.sharedStorageColumns : Self.storageColumns
     }
 
     private func isShared(_ scenario: String) -> Bool {
         results.contains { $0.scenario == scenario && $0.kind == .sharedStorage }
     }
 
+    private func isReplicas(_ scenario: String) -> Bool {
+        results.contains { $0.scenario == scenario && $0.kind == .replicas }
+    }
+
     func storageHeading(for scenario: String) -> String? {
         let figures = results.filter { $0.scenario == scenario }.compactMap(\.persistence)
         guard let first = figures.first else { return nil }
+        if isReplicas(scenario) {
+            return "\(first.processes) replica processes share one session through a database server; each 401 "
+                + "storm or expiry needs exactly one refresh in all, reads never reach the database, and a replica "
+                + "killed while it holds the lock must not hold the others up past the lock's timeout"
+        }
         if isShared(scenario) {
             return "\(first.processes) session processes × \(first.holders / max(1, first.processes)) store "
                 + "instances share one saved session; each 401 storm or expiry needs exactly one refresh in all"
@@ -44,6 +59,18 @@ extension ResultsReport {
             guard let figures = result.persistence else { return nil }
             let save = result.latencies.first { $0.kind == .save }
             let name = seedsVary ? "\(result.store), seed \(result.seed)" : result.store
+            if result.kind == .replicas {
+                let wait = result.latencies.first { $0.kind == .refreshWait }
+                return [
+                    name, figures.backend, "\(figures.processes)", "\(result.storms)", "\(result.stormRefreshCalls)",
+                    result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—", "\(figures.grantsTaken)",
+                    wait.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                    save.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
+                    figures.readsChecked > 0 ? "\(figures.storageCallsDuringReads) in \(figures.readsChecked)" : "—",
+                    figures.lockHolderRecoverySeconds.map { Format.nanoseconds($0 * 1e9) } ?? "—",
+                    figures.lockTimeoutSeconds.map { Format.nanoseconds($0 * 1e9) } ?? "none",
+                ]
+            }
             if result.kind == .sharedStorage {
                 return [
                     name, figures.backend, "\(figures.holders)", "\(result.storms)", "\(result.stormRefreshCalls)",

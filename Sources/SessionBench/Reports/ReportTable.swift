@@ -202,6 +202,11 @@ extension ResultsReport {
                 "shared-storage's p50/p99 are of the 401 storms' callers, across processes: the wait for the one "
                     + "refresh, the storage's lock and its save included")
         }
+        if results.contains(where: { $0.kind == .replicas }) {
+            notes.append(
+                "replicas' p50/p99 are of the expiries' callers, across replica processes: the wait for the one "
+                    + "refresh, the database lock and the save included")
+        }
         if results.contains(where: { $0.kind != .steadyReads && $0.persistence == nil }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
         }
@@ -261,6 +266,11 @@ public enum ScenarioText {
             what =
                 "2 processes × 2 store instances share one saved session; alternate 401 storms and expiries "
                 + "(one run per backend; name:backend picks one)"
+        case .replicas:
+            what =
+                "\(scenario.replicas ?? Scenario.defaultReplicas) replica processes share one session through a "
+                + "database server: 401 storms, expiries, reads, a replica killed holding the lock "
+                + "(one run per server backend; name:backend picks one)"
         case .stepUp:
             what =
                 "clinical-request bursts through API objects kept across users: step-up prompts held open, "

@@ -176,6 +176,7 @@ public struct ScenarioResult: Sendable, Codable {
             case .rejectionStorm: [.rejection, .refreshWait, .read]
             case .crashRestart: [.save]
             case .sharedStorage: [.rejection, .refreshWait, .save]
+            case .replicas: [.refreshWait, .rejection, .save]
             case .stepUp: [.elevatedRead]
             case .sessionStates: [.observerLagMany, .observerLagOne]
             default: [.refreshWait, .rejection, .read]

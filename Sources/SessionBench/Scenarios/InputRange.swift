@@ -14,6 +14,8 @@ public enum InputRange {
     public static let stressSeconds: ClosedRange<Double> = 0.000_000_001...604_800
     /// Open-loop arrival rate, calls per second across all callers.
     public static let rate: ClosedRange<Double> = 1...1_000_000_000
+    /// Replica processes of a `replicas` run.
+    public static let replicas: ClosedRange<Int> = 2...64
     /// Seconds a call may take before its store counts as hung: below half a second, a
     /// loaded machine's scheduling alone would be reported as a hang.
     public static let hangTimeoutSeconds: ClosedRange<Double> = 0.5...3_600

@@ -32,6 +32,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         /// Rounds of 401 storms and expiries over one saved session that two session processes,
         /// with two store instances each, share through one storage.
         case sharedStorage = "shared-storage"
+        /// Rounds of 401 storms and expiries, a read phase and a replica killed while it holds the
+        /// lock, over one session that replica processes share through a database server.
+        case replicas
         /// Rounds of clinical-request bursts through API objects made before sign-in: step-up
         /// prompts (held open, approved, denied, dismissed), expiry of the elevated token, sign-out
         /// with a prompt open, and user switches.
@@ -72,6 +75,11 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var storage: String?
     /// How long the server accepts a used refresh token again before revoking the session.
     public var reuseGraceWindow: Duration
+    /// `replicas`: how many replica processes share the session (`nil`: the default, 4).
+    public var replicas: Int?
+
+    /// Replica processes of a `replicas` run when the scenario names none.
+    public static let defaultReplicas = 4
 
     public init(
         name: String, kind: Kind, tasks: Int, duration: Duration = .milliseconds(500), rounds: Int = 40,
@@ -97,11 +105,11 @@ public struct Scenario: Sendable, Hashable, Codable {
     }
 
     /// Whether the scenario runs a store over storage (only stores that persist their session).
-    public var needsStorage: Bool { kind == .crashRestart || kind == .sharedStorage }
+    public var needsStorage: Bool { kind == .crashRestart || kind == .sharedStorage || kind == .replicas }
 
     /// Whether the scenario shares one storage between store instances and processes (only
     /// stores that coordinate their refreshes through it: `StoreDescriptor.sharesStorage`).
-    public var sharesStorage: Bool { kind == .sharedStorage }
+    public var sharesStorage: Bool { kind == .sharedStorage || kind == .replicas }
 
     /// Whether `store` runs this scenario: one over storage needs a store that persists its
     /// session, and one that shares the storage needs a store that coordinates through it.
@@ -138,6 +146,7 @@ public struct Scenario: Sendable, Hashable, Codable {
         }
         if let readersPerWriter { fields["readers-per-writer"] = "\(readersPerWriter)" }
         if let storage { fields["storage"] = storage }
+        if kind == .replicas { fields["replicas"] = "\(replicas ?? Self.defaultReplicas)" }
         return fields
     }
 
@@ -169,11 +178,22 @@ public struct Scenario: Sendable, Hashable, Codable {
         }
         if needsStorage {
             guard let storage else { throw .invalid("\(name): needs a storage backend") }
-            guard StorageBackendCatalog.named(storage) != nil else {
+            guard let backend = StorageBackendCatalog.named(storage) else {
                 throw .invalid(
                     "\(name): unknown storage backend '\(Printable.name(storage))'; known: "
                         + StorageBackendCatalog.all.map(\.name).joined(separator: ", "))
             }
+            if kind == .replicas, !backend.isServer {
+                throw .invalid(
+                    "\(name): replicas share a session through a database server; \(backend.name) keeps it in a "
+                        + "folder (known: \(StorageBackendCatalog.all.filter(\.isServer).map(\.name).joined(separator: ", ")))")
+            }
+            if kind == .crashRestart, backend.isServer {
+                throw .invalid("\(name): crash-restart runs over a backend in a folder; \(backend.name) is a server's")
+            }
+        }
+        if let replicas, !InputRange.replicas.contains(replicas) {
+            throw .invalid("\(name): replicas must be \(InputRange.text(InputRange.replicas)) (got \(replicas))")
         }
         let rates = [faults.transientFailureRate, faults.timeoutRate, faults.lostResponseRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
@@ -218,6 +238,7 @@ public enum ScenarioCatalog {
             name: "crash-restart-grace", kind: .crashRestart, tasks: 16, rounds: 16, reuseGraceWindow: .seconds(30)),
         Scenario(
             name: "shared-storage", kind: .sharedStorage, tasks: 8, rounds: 16, latency: .fixed(.milliseconds(2))),
+        Scenario(name: "replicas", kind: .replicas, tasks: 16, rounds: 16, latency: .fixed(.milliseconds(2))),
         Scenario(name: "step-up", kind: .stepUp, tasks: 100, rounds: 6),
         Scenario(name: "session-states", kind: .sessionStates, tasks: 100, rounds: 3),
     ]
@@ -248,7 +269,7 @@ public enum ScenarioCatalog {
             guard StorageBackendCatalog.named(parts[1]) != nil else { throw .unknownBackend(name) }
             backends = [parts[1]]
         } else {
-            backends = StorageBackendCatalog.correct.map(\.name)
+            backends = StorageBackendCatalog.correct(servers: preset.kind == .replicas).map(\.name)
         }
         return backends.map { backend in
             var scenario = preset

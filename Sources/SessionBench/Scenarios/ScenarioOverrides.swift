@@ -17,10 +17,14 @@ public struct ScenarioOverrides: Sendable, Hashable {
     /// Total calls per second across all callers (open loop). Steady scenarios only: a
     /// round-based scenario keeps its rounds and ignores it.
     public var rate: Double?
+    /// Replica processes. `replicas` scenarios only: the others ignore it.
+    public var replicas: Int?
 
     public init(
-        tasks: Int? = nil, duration: Duration? = nil, rounds: Int? = nil, seed: UInt64? = nil, rate: Double? = nil
+        tasks: Int? = nil, duration: Duration? = nil, rounds: Int? = nil, seed: UInt64? = nil, rate: Double? = nil,
+        replicas: Int? = nil
     ) {
+        self.replicas = replicas
         self.tasks = tasks
         self.duration = duration
         self.rounds = rounds
@@ -40,6 +44,7 @@ public struct ScenarioOverrides: Sendable, Hashable {
         if let rounds { scenario.rounds = rounds }
         if let seed { scenario.seed = seed }
         if let rate, scenario.kind == .steadyReads { scenario.arrivalRate = rate }
+        if let replicas, scenario.kind == .replicas { scenario.replicas = replicas }
         return scenario
     }
 }

@@ -28,6 +28,7 @@ struct RunStore: AsyncParsableCommand {
         var runner = ScenarioRunner(hangTimeout: DurationText.duration(seconds: plan.hangTimeoutSeconds))
         runner.sessionProcesses = ChildSessionLauncher()
         runner.transport = try (plan.transport ?? .inProcess).resolved()
+        runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
         for (index, scenario) in plan.scenarios.enumerated() {
             let rest = Array(plan.scenarios.dropFirst(index + 1))
             // A store that blocks every pool thread stops this process from running tasks: the

@@ -11,6 +11,7 @@ struct SessionProcessCommand: AsyncParsableCommand {
 
     mutating func run() async throws {
         Lifeline.watch()
-        await SessionProcess.main { StoreRegistry.named($0) }
+        await SessionProcess.main(
+            store: { StoreRegistry.named($0) }, network: HTTPAvailability.current?.transport as? any NetworkTransport)
     }
 }

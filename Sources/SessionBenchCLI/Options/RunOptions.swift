@@ -40,6 +40,12 @@ struct RunOptions: ParsableArguments {
         transform: ArgumentText.decimal(InputRange.rate, unit: "calls per second"))
     var rate: Double?
 
+    @Option(
+        name: .long,
+        help: "Replica processes in the replicas scenarios, \(InputRange.text(InputRange.replicas)) (default: 4).",
+        transform: ArgumentText.whole(InputRange.replicas))
+    var replicas: Int?
+
     @Flag(name: .long, help: "Include stores that are broken on purpose (they are expected to fail).")
     var includeBroken = false
 
@@ -78,7 +84,8 @@ struct RunOptions: ParsableArguments {
 
     /// What `--tasks`, `--duration`, `--rounds`, `--seed` and `--rate` change in each preset.
     var overrides: ScenarioOverrides {
-        ScenarioOverrides(tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate)
+        ScenarioOverrides(
+            tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate, replicas: replicas)
     }
 
     func validate() throws {

@@ -1,0 +1,97 @@
+import SessionContract
+import TokenServer
+
+/// How `shared-storage` and `replicas` hear their session processes: every process served at
+/// once, its token-endpoint calls answered by the driver's server, until each has said what the
+/// phase waits for.
+extension SharedStorageDriver {
+    /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
+    /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
+    func accept(
+        _ heard: [Heard], links: [SessionProcessLink], phase: String, secrets: inout Secrets,
+        outcome: inout DriverOutcome
+    ) -> Bool {
+        for part in heard {
+            for grant in part.grants { secrets.note(grant) }
+            for nanoseconds in part.saves { outcome.latencies.record(.save, nanoseconds: nanoseconds) }
+            outcome.transportOverheads += part.overheads
+        }
+        for (index, part) in heard.enumerated() {
+            switch part.end {
+            case .complete: continue
+            case .timedOut:
+                let expected = instancesPerProcess * scenario.tasks
+                outcome.hang = .init(
+                    stuckCallers: max(0, expected - part.answers.count), ofCallers: expected, operation: .rejection,
+                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "session process \(index), \(phase)",
+                    detail: "no word from session process \(index) for the hang timeout (\(phase))")
+            case .closed:
+                outcome.failure =
+                    "session process \(index) ended during \(phase)"
+                    + (TrapMessage.find(in: links[index].errors).map { ": \($0)" } ?? "")
+                outcome.verdict = .crashed
+            case .problem(let why):
+                outcome.failure = "the session process could not run: \(why)"
+            }
+            return false
+        }
+        return true
+    }
+
+    /// Serves every process at once — their token-endpoint calls go to the server — until each
+    /// has sent what `enough` asks for, or goes quiet for the hang timeout.
+    /// Processes in `dead` (killed by the driver) are not waited on; their part is empty.
+    func serve(
+        _ links: [SessionProcessLink], server: TokenServer, dead: Set<Int> = [],
+        until enough: @escaping @Sendable (Heard) -> Bool
+    ) async -> [Heard] {
+        await withTaskGroup(of: (Int, Heard).self) { group in
+            for (index, link) in links.enumerated() where !dead.contains(index) {
+                group.addTask { [runner] in
+                    var heard = Heard()
+                    while !enough(heard) {
+                        switch await link.next(within: runner.hangTimeout) {
+                        case .closed:
+                            heard.end = .closed
+                            return (index, heard)
+                        case .timedOut:
+                            heard.end = .timedOut
+                            return (index, heard)
+                        case .line(let text):
+                            guard let line = SessionLine(line: text) else { continue }
+                            switch line {
+                            case .refreshRequest(let id, let token):
+                                let result = await server.refreshResult(RefreshToken(token))
+                                if case .success(let grant) = result { heard.grants.append(grant) }
+                                link.send(SessionLine.reply(id, result))
+                            case .signInRequest(let id, let user):
+                                let result = await server.signInResult(Credentials(subject: Subject(user)))
+                                if case .success(let grant) = result { heard.grants.append(grant) }
+                                link.send(SessionLine.reply(id, result))
+                            case .first(let first): heard.firsts.append(first)
+                            case .answered(let instance, let result, let nanoseconds):
+                                heard.answers.append(
+                                    ("process \(index), store instance \(instance)", result, nanoseconds))
+                            case .saved(let nanoseconds): heard.saves.append(nanoseconds)
+                            case .roundDone(let index): heard.done.insert(index)
+                            case .inTurn: heard.inTurn = true
+                            case .overheads(let nanoseconds): heard.overheads += nanoseconds
+                            case .reads(let count, let calls):
+                                heard.reads += count
+                                heard.readStorageCalls += calls
+                            case .problem(let why):
+                                heard.end = .problem(why)
+                                return (index, heard)
+                            default: continue
+                            }
+                        }
+                    }
+                    return (index, heard)
+                }
+            }
+            var heard = [Heard](repeating: Heard(), count: links.count)
+            for await (index, part) in group { heard[index] = part }
+            return heard
+        }
+    }
+}

@@ -1,0 +1,389 @@
+#if PostgreSQL
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import SessionContract
+import SessionStorage
+import SessionSync
+import Synchronization
+
+/// A session kept in one row of a PostgreSQL table, shared by every replica of a service that
+/// signs in as one OAuth client — processes on one machine or on many.
+///
+/// The row (`session_bench_sessions`, keyed by the session's name) holds the grant, or nulls once
+/// the session has ended; it is made when the storage is first opened and never deleted, so a row
+/// lock always has a row to take. Every save also sends `NOTIFY` on the session's channel with the
+/// new generation (never a token); ``announcements()`` listens on it (`LISTEN`, on a connection of
+/// its own) and reads the row back after each notification, so a store learns of a grant another
+/// replica saved the moment it commits (``AnnouncingTokenStorage``).
+///
+/// A refresh takes its turn (``whileRefreshing(_:)``) as ``Coordination`` says:
+/// - ``Coordination/advisoryLock``: `pg_advisory_lock` on a key hashed from the session's name,
+///   held by the turn's connection until the body returns.
+/// - ``Coordination/rowLock``: `SELECT … FOR UPDATE` on the session's row in a transaction; the
+///   save of the new grant commits it (so the grant is durable before any caller sees it), and
+///   the lock goes with the commit.
+/// - ``Coordination/unlocked``: no lock at all. Reference-broken: a replica checks the row, finds
+///   the token as old as its own, and refreshes, while another does the same.
+///
+/// A waiter gives up after ``lockTimeout`` (PostgreSQL's `lock_timeout`): the refresh fails as a
+/// transient error and the store's callers may try again. A holder that dies loses its
+/// connection, and the server drops its lock at once.
+///
+/// Calls made while this storage holds its turn (the store reading the row again, saving the new
+/// grant, a sign-out clearing it) go over the turn's connection, inside its transaction; others
+/// over a connection of their own. Synchronous calls block their thread on the query, as the
+/// file backends block on `fsync`; the store's read path never makes one.
+public final class PostgresTokenStorage: AnnouncingTokenStorage {
+    /// How replicas keep each other from refreshing at once.
+    public enum Coordination: String, Sendable, CaseIterable {
+        case advisoryLock = "advisory-lock"
+        case rowLock = "row-lock"
+        case unlocked
+    }
+
+    /// The table every session lives in.
+    public static let table = "session_bench_sessions"
+
+    public let location: PostgresLocation
+    public let coordination: Coordination
+    public let lockTimeout: Duration
+    /// The session's name: the row's key, and the source of its lock key and channel.
+    let key: String
+    /// `NOTIFY` channel of this session.
+    let channel: String
+
+    /// The connection for calls outside a turn, made on first use.
+    private let plain = Mutex<PostgresConnection?>(nil)
+    /// Connections for turns, not in use now.
+    private let spare = Mutex<[PostgresConnection]>([])
+    /// The turn under way in this storage: its connection, and whether its transaction (row lock)
+    /// is still open.
+    private let turn = Mutex<Turn?>(nil)
+    /// The listening task behind ``announcements()``, cancelled when the storage goes.
+    private let listening = Mutex<Task<Void, Never>?>(nil)
+
+    struct Turn {
+        var connection: PostgresConnection
+        var openTransaction: Bool
+    }
+
+    static let logger = Logger(label: "session-bench.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    private static let connectionIDs = Atomic<Int>(0)
+
+    /// Opens the session called `session` at `location`, creating the table and the session's
+    /// row if missing. Throws ``StorageError/writeFailed(_:)`` naming the server and the cause
+    /// when the server cannot be reached or refuses.
+    public init(
+        location: PostgresLocation, session: String, coordination: Coordination,
+        lockTimeout: Duration = .seconds(2)
+    ) throws(StorageError) {
+        self.location = location
+        self.coordination = coordination
+        self.lockTimeout = lockTimeout
+        key = session
+        channel = "session_bench_" + String(UInt64(truncatingIfNeeded: Self.stableHash(session)), radix: 16)
+        try withPlainConnection { connection throws(StorageError) in
+            try Self.prepareTable(on: connection, location: location)
+            try Self.wait(
+                connection.query(
+                    "INSERT INTO \(unescaped: Self.table) (session_key) VALUES (\(session)) ON CONFLICT DO NOTHING",
+                    logger: Self.logger), location: location)
+        }
+    }
+
+    deinit {
+        listening.withLock(visibleTo: self) { $0?.cancel() }
+        for connection in spare.withLock(visibleTo: self, { $0 }) { Self.drop(connection) }
+        if let connection = plain.withLock(visibleTo: self, { $0 }) { Self.drop(connection) }
+    }
+
+    // MARK: TokenStorage
+
+    public func load() throws(StorageError) -> TokenGrant? {
+        try withConnection { connection throws(StorageError) in
+            let result = try Self.wait(
+                connection.query(
+                    """
+                    SELECT access_token, subject, generation, expires_at, refresh_token
+                    FROM \(unescaped: Self.table) WHERE session_key = \(key)
+                    """, logger: Self.logger), location: location)
+            guard let row = result.rows.first else {
+                throw StorageError.unreadable("\(Self.table): the session's row is gone")
+            }
+            let columns: (String?, String?, Int64?, Int64?, String?)
+            do { columns = try row.decode((String?, String?, Int64?, Int64?, String?).self) } catch {
+                throw StorageError.unreadable("\(Self.table): a column of the session's row has the wrong type")
+            }
+            return try Self.grant(columns)
+        }
+    }
+
+    public func save(_ grant: TokenGrant) throws(StorageError) {
+        let generation = Int64(clamping: grant.accessToken.generation)
+        try withConnection(committing: true) { connection throws(StorageError) in
+            // One round trip: the upsert, and the notification of it (sent when it commits).
+            try Self.wait(
+                connection.query(
+                    """
+                    WITH saved AS (
+                        INSERT INTO \(unescaped: Self.table)
+                            (session_key, access_token, subject, generation, expires_at, refresh_token, updated_at)
+                        VALUES (\(key), \(grant.accessToken.value), \(grant.accessToken.subject.rawValue), \(generation),
+                            \(grant.accessToken.expiresAt.nanoseconds), \(grant.refreshToken.value), now())
+                        ON CONFLICT (session_key) DO UPDATE SET
+                            access_token = excluded.access_token, subject = excluded.subject,
+                            generation = excluded.generation, expires_at = excluded.expires_at,
+                            refresh_token = excluded.refresh_token, updated_at = excluded.updated_at
+                        RETURNING generation)
+                    SELECT pg_notify(\(channel), generation::text) FROM saved
+                    """, logger: Self.logger), location: location)
+        }
+    }
+
+    public func clear() throws(StorageError) {
+        try withConnection(committing: true) { connection throws(StorageError) in
+            try Self.wait(
+                connection.query(
+                    """
+                    WITH cleared AS (
+                        UPDATE \(unescaped: Self.table) SET access_token = NULL, subject = NULL, generation = NULL,
+                            expires_at = NULL, refresh_token = NULL, updated_at = now()
+                        WHERE session_key = \(key) RETURNING 0)
+                    SELECT pg_notify(\(channel), '0') FROM cleared
+                    """, logger: Self.logger), location: location)
+        }
+    }
+
+    // MARK: SharedTokenStorage
+
+    public func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
+        guard coordination != .unlocked else { return await body() }
+        let connection = try await lease()
+        do {
+            switch coordination {
+            case .advisoryLock:
+                try await run("SELECT pg_advisory_lock(hashtextextended(\(key), 0))", on: connection)
+            case .rowLock:
+                try await run("BEGIN", on: connection)
+                try await run(
+                    "SELECT 1 FROM \(unescaped: Self.table) WHERE session_key = \(key) FOR UPDATE", on: connection)
+            case .unlocked:
+                break
+            }
+        } catch {
+            // A wait past the lock timeout, or a connection that failed: nothing is held.
+            Self.drop(connection)
+            throw error
+        }
+        turn.withLock(visibleTo: self) { $0 = Turn(connection: connection, openTransaction: coordination == .rowLock) }
+        let result = await body()
+        let open = turn.withLock(visibleTo: self) { turn in
+            defer { turn = nil }
+            return turn?.openTransaction ?? false
+        }
+        do {
+            switch coordination {
+            case .advisoryLock: try await run("SELECT pg_advisory_unlock(hashtextextended(\(key), 0))", on: connection)
+            case .rowLock: if open { try await run("COMMIT", on: connection) }
+            case .unlocked: break
+            }
+            spare.withLock(visibleTo: self) { $0.append(connection) }
+        } catch {
+            // The server drops whatever the connection held when it closes.
+            Self.drop(connection)
+        }
+        return result
+    }
+
+    // MARK: AnnouncingTokenStorage
+
+    /// One stream per call; each listens on a connection of its own until the storage is released
+    /// (reconnecting after a lost connection, a notification being a hint: the store's own turn
+    /// reads the row again anyway).
+    public func announcements() -> AsyncStream<TokenGrant> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TokenGrant.self, bufferingPolicy: .bufferingNewest(1))
+        let task = Task { [weak self, location, channel] in
+            defer { continuation.finish() }
+            while !Task.isCancelled {
+                do {
+                    let connection = try await PostgresConnection.connect(
+                        configuration: location.configuration,
+                        id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger)
+                    defer { Self.drop(connection) }
+                    try await connection.listen(on: channel) { notifications in
+                        for try await _ in notifications {
+                            guard let self else { return }
+                            if let grant = try await self.read(on: connection) { continuation.yield(grant) }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled || self == nil { return }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+        }
+        listening.withLock(visibleTo: self) { listening in
+            listening?.cancel()
+            listening = task
+        }
+        return stream
+    }
+
+    /// The row read on `connection` without blocking a thread (the listener's read).
+    private func read(on connection: PostgresConnection) async throws -> TokenGrant? {
+        let rows = try await connection.query(
+            """
+            SELECT access_token, subject, generation, expires_at, refresh_token
+            FROM \(unescaped: Self.table) WHERE session_key = \(key)
+            """, logger: Self.logger)
+        for try await row in rows.decode((String?, String?, Int64?, Int64?, String?).self) {
+            return try Self.grant(row)
+        }
+        return nil
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on the turn's connection while this storage holds its turn, else on the plain
+    /// one. `committing`: a write that ends the turn's transaction, if one is open, with its commit
+    /// — the grant is durable when the call returns, and the row lock is released with it.
+    private func withConnection<R>(
+        committing: Bool = false, _ body: (PostgresConnection) throws(StorageError) -> R
+    ) throws(StorageError) -> R {
+        if let current = turn.withLock(visibleTo: self, { $0 }) {
+            let result = try body(current.connection)
+            if committing, current.openTransaction {
+                try Self.wait(current.connection.query("COMMIT", logger: Self.logger), location: location)
+                turn.withLock(visibleTo: self) { $0?.openTransaction = false }
+            }
+            return result
+        }
+        return try withPlainConnection(body)
+    }
+
+    private func withPlainConnection<R>(_ body: (PostgresConnection) throws(StorageError) -> R) throws(StorageError)
+        -> R
+    {
+        try plain.withLock(visibleTo: self) { plain throws(StorageError) -> R in
+            let connection: PostgresConnection
+            if let open = plain, !open.isClosed {
+                connection = open
+            } else {
+                connection = try Self.wait(
+                    PostgresConnection.connect(
+                        on: MultiThreadedEventLoopGroup.singleton.any(), configuration: location.configuration,
+                        id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger),
+                    location: location)
+                plain = connection
+                try Self.wait(
+                    connection.query(
+                        "SET lock_timeout = \(unescaped: "'\(lockTimeoutMilliseconds)ms'")",
+                        logger: Self.logger), location: location)
+            }
+            return try body(connection)
+        }
+    }
+
+    /// A connection for a turn: a spare one, or a new one with the lock timeout set.
+    private func lease() async throws(StorageError) -> PostgresConnection {
+        while let connection = spare.withLock(visibleTo: self, { $0.popLast() }) {
+            if !connection.isClosed { return connection }
+        }
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: location.configuration, id: Self.connectionIDs.add(1, ordering: .relaxed).newValue,
+                logger: Self.logger)
+        } catch {
+            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
+        }
+        try await run("SET lock_timeout = \(unescaped: "'\(lockTimeoutMilliseconds)ms'")", on: connection)
+        return connection
+    }
+
+    private var lockTimeoutMilliseconds: Int64 {
+        lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    private func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws(StorageError) {
+        do { try await connection.query(query, logger: Self.logger) } catch {
+            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The grant a row's columns hold; `nil` for an ended session (all null).
+    static func grant(_ columns: (String?, String?, Int64?, Int64?, String?)) throws(StorageError) -> TokenGrant? {
+        switch columns {
+        case (nil, nil, nil, nil, nil):
+            return nil
+        case (let access?, let subject?, let generation?, let expiresAt?, let refresh?) where generation >= 0:
+            return TokenGrant(
+                accessToken: AccessToken(
+                    value: access, subject: Subject(subject), generation: UInt64(generation),
+                    expiresAt: TokenInstant(nanoseconds: expiresAt)),
+                refreshToken: RefreshToken(refresh))
+        default:
+            throw StorageError.unreadable("\(table): the session's row is partly empty")
+        }
+    }
+
+    /// Closes `connection` without waiting; the server releases whatever it held. The connection is
+    /// kept until the close completes (one released while still open is a programming error).
+    static func drop(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// Creates the table if it is missing, under a transaction-scoped advisory lock so that
+    /// replicas starting together do not race on it.
+    static func prepareTable(on connection: PostgresConnection, location: PostgresLocation) throws(StorageError) {
+        for statement: PostgresQuery in [
+            "BEGIN",
+            "SELECT pg_advisory_xact_lock(hashtextextended(\(table), 0))",
+            """
+            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
+                session_key text PRIMARY KEY,
+                access_token text, subject text, generation bigint, expires_at bigint, refresh_token text,
+                updated_at timestamptz NOT NULL DEFAULT now())
+            """,
+            "COMMIT",
+        ] {
+            try wait(connection.query(statement, logger: logger), location: location)
+        }
+    }
+
+    /// Waits for `future` on this thread (never an event loop's: the store's threads call here).
+    @discardableResult
+    static func wait<T>(_ future: EventLoopFuture<T>, location: PostgresLocation) throws(StorageError) -> T {
+        do { return try future.wait() } catch {
+            throw .writeFailed("PostgreSQL at \(location): \(describe(error))")
+        }
+    }
+
+    /// The server's message and SQLSTATE, or what failed on the way there; never a query's
+    /// parameters (they hold tokens).
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(type(of: error))" }
+        if let message = error.serverInfo?[.message] {
+            let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+            return message + state
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+
+    /// FNV-1a: the same in every process (Swift's `hashValue` is seeded per process).
+    static func stableHash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}
+#endif
