@@ -20,6 +20,10 @@ public enum PostgresBackends {
             .unlocked, name: "postgres-unlocked",
             summary: "a row per session read before each refresh with no lock: check-then-refresh across replicas",
             isReferenceBroken: true),
+        backend(
+            .advisoryLockThenProceed, name: "postgres-lock-then-proceed",
+            summary: "pg_advisory_lock, but a replica that waits past the timeout refreshes anyway rather than fail",
+            isReferenceBroken: true),
     ]
 
     private static func backend(

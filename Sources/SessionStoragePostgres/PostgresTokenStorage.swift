@@ -26,8 +26,10 @@ import Synchronization
 ///   the lock goes with the commit.
 /// - ``Coordination/unlocked``: no lock at all. Reference-broken: a replica checks the row, finds
 ///   the token as old as its own, and refreshes, while another does the same.
+/// - ``Coordination/advisoryLockThenProceed``: the advisory lock, except that a waiter that gives up
+///   goes ahead without it. Reference-broken: a holder that is slow, not dead, still refreshes.
 ///
-/// A waiter gives up after ``lockTimeout`` (PostgreSQL's `lock_timeout`): the refresh fails as a
+/// A waiter gives up after ``lockTimeout`` (`lock_timeout` and `statement_timeout`): the refresh fails as a
 /// transient error and the store's callers may try again. A holder that dies loses its
 /// connection, and the server drops its lock at once.
 ///
@@ -41,6 +43,9 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         case advisoryLock = "advisory-lock"
         case rowLock = "row-lock"
         case unlocked
+        /// The advisory lock, but a waiter that times out refreshes anyway, so as not to fail its
+        /// callers. Reference-broken: while the holder is only slow, two replicas refresh.
+        case advisoryLockThenProceed = "advisory-lock-then-proceed"
     }
 
     /// The table every session lives in.
@@ -163,7 +168,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         let connection = try await lease()
         do {
             switch coordination {
-            case .advisoryLock:
+            case .advisoryLock, .advisoryLockThenProceed:
                 try await run("SELECT pg_advisory_lock(hashtextextended(\(key), 0))", on: connection)
             case .rowLock:
                 try await run("BEGIN", on: connection)
@@ -175,6 +180,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         } catch {
             // A wait past the lock timeout, or a connection that failed: nothing is held.
             Self.drop(connection)
+            if coordination == .advisoryLockThenProceed { return await body() }
             throw error
         }
         turn.withLock(visibleTo: self) { $0 = Turn(connection: connection, openTransaction: coordination == .rowLock) }
@@ -185,7 +191,8 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         }
         do {
             switch coordination {
-            case .advisoryLock: try await run("SELECT pg_advisory_unlock(hashtextextended(\(key), 0))", on: connection)
+            case .advisoryLock, .advisoryLockThenProceed:
+                try await run("SELECT pg_advisory_unlock(hashtextextended(\(key), 0))", on: connection)
             case .rowLock: if open { try await run("COMMIT", on: connection) }
             case .unlocked: break
             }
@@ -249,6 +256,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     /// Runs `body` on the turn's connection while this storage holds its turn, else on the plain
     /// one. `committing`: a write that ends the turn's transaction, if one is open, with its commit
     /// — the grant is durable when the call returns, and the row lock is released with it.
+    @discardableResult
     private func withConnection<R>(
         committing: Bool = false, _ body: (PostgresConnection) throws(StorageError) -> R
     ) throws(StorageError) -> R {
@@ -277,10 +285,9 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
                         id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger),
                     location: location)
                 plain = connection
-                try Self.wait(
-                    connection.query(
-                        "SET lock_timeout = \(unescaped: "'\(lockTimeoutMilliseconds)ms'")",
-                        logger: Self.logger), location: location)
+                for setting in Self.timeouts(milliseconds: lockTimeoutMilliseconds) {
+                    try Self.wait(connection.query(setting, logger: Self.logger), location: location)
+                }
             }
             return try body(connection)
         }
@@ -299,16 +306,33 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         } catch {
             throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
         }
-        try await run("SET lock_timeout = \(unescaped: "'\(lockTimeoutMilliseconds)ms'")", on: connection)
+        for setting in Self.timeouts(milliseconds: lockTimeoutMilliseconds) { try await run(setting, on: connection) }
         return connection
+    }
+
+    /// Both limits a connection of this storage runs under. `lock_timeout` alone is not a bound on
+    /// a wait: it applies to each lock a statement waits for, and a row lock's second waiter waits
+    /// twice (for the tuple, then for the holder's transaction). `statement_timeout` caps the whole
+    /// statement; every statement here takes milliseconds unless it waits for a lock.
+    static func timeouts(milliseconds: Int64) -> [PostgresQuery] {
+        [
+            "SET lock_timeout = \(unescaped: "'\(milliseconds)ms'")",
+            "SET statement_timeout = \(unescaped: "'\(milliseconds)ms'")",
+        ]
     }
 
     private var lockTimeoutMilliseconds: Int64 {
         lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000
     }
 
+    /// Runs `query` to its end. The rows are read: postgres-nio reports an error the server sent
+    /// for a statement (a lock wait past `lock_timeout`) only to a reader of its rows, so a query
+    /// whose rows were dropped unread would look as if it had succeeded.
     private func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws(StorageError) {
-        do { try await connection.query(query, logger: Self.logger) } catch {
+        do {
+            let rows = try await connection.query(query, logger: Self.logger)
+            for try await _ in rows {}
+        } catch {
             throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
         }
     }
@@ -358,7 +382,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
 
     /// Waits for `future` on this thread (never an event loop's: the store's threads call here).
     @discardableResult
-    static func wait<T>(_ future: EventLoopFuture<T>, location: PostgresLocation) throws(StorageError) -> T {
+    static func wait<T: Sendable>(_ future: EventLoopFuture<T>, location: PostgresLocation) throws(StorageError) -> T {
         do { return try future.wait() } catch {
             throw .writeFailed("PostgreSQL at \(location): \(describe(error))")
         }

@@ -27,6 +27,10 @@ final class CrashingStorage: TokenStorage {
     private let calls = Atomic<Int>(0)
     private let underway = Atomic<Int>(0)
     private let parking = Atomic<Bool>(false)
+    private let stalling = Atomic<Bool>(false)
+    private let released = Atomic<Bool>(false)
+    /// Turns under way in this storage: a load inside one is the store reading the storage again.
+    private let turns = Atomic<Int>(0)
 
     init(wrapping storage: any TokenStorage, pipe: SessionPipe, crash: CrashPoint, midSaveLimit: Int) {
         wrapped = storage
@@ -46,6 +50,17 @@ final class CrashingStorage: TokenStorage {
     /// the storage has given it, this says `inTurn` to the driver and blocks until the process is
     /// killed — a replica that dies holding its lock.
     func parkInNextTurn() { parking.store(true, ordering: .sequentiallyConsistent) }
+
+    /// In the next turn, the store's read of the storage is its last step for a while: once it
+    /// returns, this says `inTurn` to the driver and blocks until ``release()`` — a replica that
+    /// stalls (a pause, a slow disk) holding its lock, with the refresh token it read in hand.
+    func parkAfterNextReload() {
+        released.store(false, ordering: .sequentiallyConsistent)
+        stalling.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// Lets a stalled turn go on.
+    func release() { released.store(true, ordering: .sequentiallyConsistent) }
 
     /// Storage calls so far.
     var callCount: Int { calls.load(ordering: .sequentiallyConsistent) }
@@ -70,7 +85,14 @@ final class CrashingStorage: TokenStorage {
     }
 
     func load() throws(StorageError) -> TokenGrant? {
-        try call { () throws(StorageError) in try wrapped.load() }
+        let loaded = try call { () throws(StorageError) in try wrapped.load() }
+        if turns.load(ordering: .sequentiallyConsistent) > 0,
+            stalling.exchange(false, ordering: .sequentiallyConsistent)
+        {
+            pipe.send(.inTurn)
+            while !released.load(ordering: .sequentiallyConsistent) { sleepThread(milliseconds: 1) }
+        }
+        return loaded
     }
 
     func save(_ grant: TokenGrant) throws(StorageError) {
@@ -134,6 +156,8 @@ extension CrashingStorage: SharedTokenStorage {
                 pipe.send(.inTurn)
                 while true { sleepThread(milliseconds: 1000) }
             }
+            turns.add(1, ordering: .sequentiallyConsistent)
+            defer { turns.subtract(1, ordering: .sequentiallyConsistent) }
             return await body()
         }
     }

@@ -31,6 +31,7 @@ extension SessionProcess {
         }
         var held: [AccessToken?] = Array(repeating: nil, count: stores.count)
         var overheadsSent = 0
+        var stalled: [Task<Void, Never>] = []
         while true {
             let round = await pipe.nextRound()
             time.advance(by: .nanoseconds(round.advance))
@@ -53,20 +54,31 @@ extension SessionProcess {
                 let before = storages.reduce(0) { $0 + $1.callCount }
                 let count = await reads(stores: mine.map { stores[$0] }, callers: plan.callers, each: plan.readsPerCaller)
                 pipe.send(.reads(count: count, storageCalls: storages.reduce(0) { $0 + $1.callCount } - before))
-            case .crash:
-                // The instance's next turn to refresh is its last: it says so and waits there,
-                // holding whatever the turn holds, until the driver kills the process.
+            case .crash, .stall:
+                // `crash`: the instance's next turn to refresh is its last: it says so and waits
+                // there, holding whatever the turn holds, until the driver kills the process.
+                // `stall`: it reads the storage in its turn, says so and waits there, lock held and
+                // the refresh token it will present in hand, until `release`.
                 for instance in mine {
-                    storages[instance].parkInNextTurn()
-                    Task { [store = stores[instance]] in
-                        let started = ContinuousClock.now
-                        let got = await outcome { () async throws(SessionError) in try await store.validToken() }
-                        // Only a store that refreshed outside its turn gets here.
-                        let elapsed = (ContinuousClock.now - started).nanosecondsClamped
-                        pipe.send(.answered(instance: instance, got.map(\.generation), nanoseconds: elapsed))
+                    if round.action == .crash {
+                        storages[instance].parkInNextTurn()
+                    } else {
+                        storages[instance].parkAfterNextReload()
                     }
+                    stalled.append(
+                        Task { [store = stores[instance]] in
+                            let started = ContinuousClock.now
+                            let got = await outcome { () async throws(SessionError) in try await store.validToken() }
+                            // After a crash, only a store that refreshed outside its turn gets here.
+                            let elapsed = (ContinuousClock.now - started).nanosecondsClamped
+                            pipe.send(.answered(instance: instance, got.map(\.generation), nanoseconds: elapsed))
+                        })
                 }
                 if !mine.isEmpty { continue }
+            case .release:
+                for storage in storages { storage.release() }
+                for task in stalled { await task.value }
+                stalled = []
             }
             if let measured = endpoint as? any TransportEndpoint {
                 let overheads = measured.refreshOverheads()

@@ -121,6 +121,11 @@ struct SharedRound: Equatable, Codable {
         /// `replicas`: the instance refreshes (the clock has moved past the token's lifetime) and,
         /// inside its turn, says `inTurn` and waits to be killed. No `roundDone` follows.
         case crash
+        /// `replicas`: the instance refreshes and, in its turn, after reading the storage, says
+        /// `inTurn` and waits, lock held, until `release`. No `roundDone` follows.
+        case stall
+        /// `replicas`: a stalled instance goes on; the round is done when its refresh is.
+        case release
     }
 
     var index: Int

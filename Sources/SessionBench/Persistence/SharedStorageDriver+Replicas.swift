@@ -30,4 +30,70 @@ extension SharedStorageDriver {
                     + "(event \(event.index), \(event.holders) surviving replicas)")
         }
     }
+
+    /// The expiry during which one replica stalled in its turn, its refresh token read: while it
+    /// held the lock the others' callers may only wait or fail (`refreshFailed`, a store that gave
+    /// up on the lock); no one may reach the server. Then the stalled replica's refresh is the one
+    /// refresh of the expiry (I1; a replica that went ahead without the lock makes it a second,
+    /// and the stalled one's refresh token a reuse, I7), and every caller afterwards gets a token
+    /// issued after the expiry (I4) with no other error (I12, I13). The others may wait for the
+    /// lock up to its timeout, with half as much again for the clocks and the round trips (a correct
+    /// backend measures within 1% of it); longer, the backend's timeout does not bound the wait (I12).
+    func judgeStall(
+        index: Int, issuedBefore: UInt64, during: [Heard], holder: [Heard], after: [Heard], waited: Double?,
+        ledger: [LedgerEntry], handed: inout Set<UInt64>, outcome: inout DriverOutcome
+    ) {
+        let context = "event \(index), an expiry while one replica stalled holding the \(backend.name) lock"
+        if let waited, let timeout = backend.lockTimeout?.secondsValue, waited > timeout * 1.5 {
+            oracle.report(
+                .served,
+                "while one replica stalled holding the lock, the others' callers waited \(InputRange.text(waited)) s, "
+                    + "past the lock's timeout of \(InputRange.text(timeout)) s (\(context))")
+        }
+        let refreshes = ledger.filter { $0.context == "event \(index)" && $0.call == .refresh }
+        let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
+        if refreshes.count > 1 {
+            oracle.report(
+                .singleFlight, "\(refreshes.count) refresh calls for one expiry (\(context))",
+                trace: refreshes.prefix(3).map(Oracle.describe))
+        }
+        for answer in (during + holder + after).flatMap(\.answers) {
+            outcome.latencies.record(.refreshWait, nanoseconds: answer.nanoseconds)
+            if let generation = try? answer.result.get() { handed.insert(generation) }
+        }
+        func judge(_ answers: [(instance: String, result: Result<UInt64, SessionError>, nanoseconds: Int64)], waiting: Bool) {
+            for answer in answers {
+                switch answer.result {
+                case .success(let generation) where generation <= issuedBefore:
+                    oracle.report(
+                        .fresh,
+                        "a caller got generation \(generation), issued before the expiry (\(context))",
+                        trace: ["first seen at \(answer.instance)"])
+                case .success:
+                    continue
+                case .failure(.refreshFailed) where waiting:
+                    continue
+                case .failure(let error) where !refused:
+                    let ends = error == .refreshTokenRevoked || error == .signedOut
+                    oracle.report(
+                        ends ? .sessionKept : .served,
+                        "a caller got \(error) though the server refused nothing and no one signed out ("
+                            + (waiting ? "while the lock was held, " : "") + "\(context))",
+                        trace: ["first seen at \(answer.instance)"])
+                case .failure:
+                    continue
+                }
+            }
+        }
+        judge(during.flatMap(\.answers), waiting: true)
+        judge((holder + after).flatMap(\.answers), waiting: false)
+        let answers = (during + holder + after).flatMap(\.answers)
+        let failures = answers.filter { (try? $0.result.get()) == nil }.count
+        outcome.refreshCalls += refreshes.count
+        outcome.stormRefreshCalls += refreshes.count
+        outcome.storms += 1
+        outcome.stormCallers += answers.count
+        outcome.operations += UInt64(answers.count - failures)
+        outcome.failedCalls += UInt64(failures)
+    }
 }

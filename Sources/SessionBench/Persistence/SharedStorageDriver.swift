@@ -186,7 +186,7 @@ struct SharedStorageDriver {
             for (index, link) in links.enumerated() where !dead.contains(index) { link.send(.round(round)) }
             // The instance told to crash never finishes its round: it says when it holds its turn (or
             // answers, if its store refreshed without one).
-            let crashing = action == .crash
+            let crashing = action == .crash || action == .stall
             let heard = await serve(links, server: server, dead: dead) {
                 $0.done.contains(round.index) || $0.inTurn || (crashing && !$0.answers.isEmpty)
             }
@@ -259,6 +259,41 @@ struct SharedStorageDriver {
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn, handed: &handed, outcome: &outcome)
             judgeStorage(after: "the lock holder's crash", in: directory, handed: handed)
+            // A replica stalls holding the lock, its refresh token read; the others wait past the
+            // lock's timeout, then it goes on. Still one refresh for the expiry.
+            if survivors.count >= 2, let stalled = survivors.last {
+                let context = "event \(scenario.rounds + 1)"
+                let others = Array(survivors.dropLast())
+                let issuedBefore = server.ledger.entries.compactMap(\.issuedGeneration).max() ?? 0
+                guard
+                    let stall = await run(
+                        .stall, [stalled], advance: scenario.tokenLifetime + .seconds(1), context: context)
+                else { return false }
+                let stalledProcess = stalled / instancesPerProcess
+                var phases: [[Heard]] = []
+                var waitedSeconds: Double?
+                if stall[stalledProcess].inTurn {
+                    let waited = ContinuousClock.now
+                    guard let during = await run(.expiry, others, context: context) else { return false }
+                    let seconds = (ContinuousClock.now - waited).secondsValue
+                    guard let released = await run(.release, [stalled], context: context),
+                        let after = await run(.expiry, others, context: context)
+                    else { return false }
+                    phases = [during, stall + released, after]
+                    outcome.persistence?.stalledHolderWaitSeconds = seconds
+                    waitedSeconds = seconds
+                } else {
+                    // Its store answered without reading the storage in a turn (a session already
+                    // over): nothing to stall. The expiry is judged as any other.
+                    guard let after = await run(.expiry, others, context: context) else { return false }
+                    phases = [[], stall, after]
+                }
+                judgeStall(
+                    index: scenario.rounds + 1, issuedBefore: issuedBefore, during: phases[0], holder: phases[1],
+                    after: phases[2], waited: waitedSeconds, ledger: server.ledger.entries, handed: &handed,
+                    outcome: &outcome)
+                judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed)
+            }
         }
         // One instance signs out; the others' next refresh must find the shared session over.
         guard await run(.signOut, [0], context: "sign-out") != nil else { return false }
