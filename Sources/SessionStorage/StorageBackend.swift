@@ -29,8 +29,10 @@ public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, protectsAtRest: Bool = false,
         isServer: Bool = false, lockTimeout: Duration? = nil,
+        discard: (@Sendable (String) -> Void)? = nil,
         make: @escaping @Sendable (String) throws(StorageError) -> any TokenStorage
     ) {
+        discarder = discard
         self.name = name
         self.summary = summary
         self.isReferenceBroken = isReferenceBroken
@@ -46,6 +48,12 @@ public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
     public func make(directory: String) throws(StorageError) -> any TokenStorage {
         try factory(directory)
     }
+
+    /// Removes what the backend keeps for `directory`'s session outside the folder (a database
+    /// row), at the end of a run; the folder itself is the caller's to remove. Best effort.
+    public func discard(directory: String) { discarder?(directory) }
+
+    private let discarder: (@Sendable (String) -> Void)?
 
     public var description: String { name }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }

@@ -32,7 +32,11 @@ public enum PostgresBackends {
     ) -> StorageBackend {
         StorageBackend(
             name: name, summary: summary, isReferenceBroken: isReferenceBroken, isServer: true,
-            lockTimeout: coordination == .unlocked ? nil : lockTimeout
+            lockTimeout: coordination == .unlocked ? nil : lockTimeout,
+            discard: { directory in
+                guard let location = try? PostgresLocation.fromEnvironment() else { return }
+                try? PostgresTokenStorage.remove(session: directory, at: location)
+            }
         ) { directory throws(StorageError) in
             let location: PostgresLocation?
             do throws(PostgresLocationError) { location = try PostgresLocation.fromEnvironment() } catch {

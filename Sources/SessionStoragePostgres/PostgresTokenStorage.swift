@@ -204,6 +204,18 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         return result
     }
 
+    /// Deletes the session's row: what a run leaves behind, tokens included if it did not end
+    /// signed out.
+    public static func remove(session: String, at location: PostgresLocation) throws(StorageError) {
+        let storage = try PostgresTokenStorage(location: location, session: session, coordination: .unlocked)
+        try storage.withPlainConnection { connection throws(StorageError) in
+            try Self.wait(
+                connection.query(
+                    "DELETE FROM \(unescaped: Self.table) WHERE session_key = \(session)", logger: Self.logger),
+                location: location)
+        }
+    }
+
     // MARK: AnnouncingTokenStorage
 
     /// One stream per call; each listens on a connection of its own until the storage is released
@@ -271,6 +283,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         return try withPlainConnection(body)
     }
 
+    @discardableResult
     private func withPlainConnection<R>(_ body: (PostgresConnection) throws(StorageError) -> R) throws(StorageError)
         -> R
     {
@@ -310,14 +323,18 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         return connection
     }
 
-    /// Both limits a connection of this storage runs under. `lock_timeout` alone is not a bound on
+    /// The limits a connection of this storage runs under. `lock_timeout` alone is not a bound on
     /// a wait: it applies to each lock a statement waits for, and a row lock's second waiter waits
     /// twice (for the tuple, then for the holder's transaction). `statement_timeout` caps the whole
-    /// statement; every statement here takes milliseconds unless it waits for a lock.
+    /// statement; every statement here takes milliseconds unless it waits for a lock. The
+    /// keepalives let the server find a replica whose machine vanished (no connection reset) in
+    /// about 8 s and end its session, releasing its lock; a process that dies on a live machine
+    /// has its connection reset at once.
     static func timeouts(milliseconds: Int64) -> [PostgresQuery] {
         [
             "SET lock_timeout = \(unescaped: "'\(milliseconds)ms'")",
             "SET statement_timeout = \(unescaped: "'\(milliseconds)ms'")",
+            "SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 1", "SET tcp_keepalives_count = 3",
         ]
     }
 

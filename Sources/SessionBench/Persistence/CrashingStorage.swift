@@ -146,9 +146,17 @@ func sleepThread(milliseconds: Int) {
     }
 }
 
-/// Shares the wrapped storage's turns, when it has them: the store sees the backend as the
-/// backend is.
-extension CrashingStorage: SharedTokenStorage {
+/// Shares the wrapped storage's turns and passes on its announcements, when it has them: the store
+/// sees the backend as the backend is (a backend that announces nothing gives a stream that ends
+/// at once, which a store takes as no announcements).
+extension CrashingStorage: AnnouncingTokenStorage {
+    func announcements() -> AsyncStream<TokenGrant> {
+        guard let announcing = wrapped as? any AnnouncingTokenStorage else {
+            return AsyncStream { $0.finish() }
+        }
+        return announcing.announcements()
+    }
+
     func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
         guard let shared = wrapped as? any SharedTokenStorage else { return await body() }
         return try await shared.whileRefreshing {

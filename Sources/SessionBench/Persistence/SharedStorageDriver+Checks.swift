@@ -75,9 +75,9 @@ extension SharedStorageDriver {
 
     /// I15 between events: the storage holds the newest generation any caller has been handed, so
     /// the next holder to refresh presents the refresh token the server expects.
-    func judgeStorage(after step: String, in directory: String, handed: Set<UInt64>) {
+    func judgeStorage(after step: String, in directory: String, handed: Set<UInt64>, outcome: inout DriverOutcome) {
         let newest = handed.max() ?? 0
-        switch CrashRestartDriver.read(backend, directory) {
+        switch read(directory, outcome: &outcome) {
         case .session(let generation) where generation < newest:
             oracle.report(
                 .durableRotation,
@@ -88,14 +88,31 @@ extension SharedStorageDriver {
                 .durableRotation, "after \(step) the storage held no session, but callers had generation \(newest)")
         case .unreadable:
             oracle.report(.restorable, "after \(step) the stored session could not be read back")
-        case .session:
+        case .session, nil:
             break
+        }
+    }
+
+    /// What the storage holds, read with the backend's own code. A database the driver itself cannot
+    /// reach is the run's problem, not the store's: the run ends in `error`, saying why, and `nil`.
+    func read(_ directory: String, outcome: inout DriverOutcome) -> StoredState? {
+        guard backend.isServer else { return CrashRestartDriver.read(backend, directory) }
+        do throws(StorageError) {
+            let storage = try backend.make(directory: directory)
+            return try storage.load().map { .session(generation: $0.accessToken.generation) } ?? .empty
+        } catch .writeFailed(let why) {
+            if outcome.failure == nil { outcome.failure = "the harness could not read \(backend.name): \(why)" }
+            return nil
+        } catch {
+            return .unreadable
         }
     }
 
     /// I8, I13, I16 after one instance's sign-out: the others' 401s get `signedOut`, nothing is
     /// presented to the server, and the storage is empty.
-    func judgeAfterSignOut(_ heard: [Heard], in directory: String, ledger: [LedgerEntry]) {
+    func judgeAfterSignOut(
+        _ heard: [Heard], in directory: String, ledger: [LedgerEntry], outcome: inout DriverOutcome
+    ) {
         let context = "after store instance 0 of process 0 signed out, over one \(backend.name) storage"
         let answers = heard.flatMap(\.answers)
         let served = answers.filter { (try? $0.result.get()) != nil }
@@ -121,7 +138,7 @@ extension SharedStorageDriver {
                 .sessionKept, "a 401 sent after the sign-out got \(error) rather than signedOut (\(context))",
                 trace: ["first seen at \(other.instance)"])
         }
-        if case .session(let generation) = CrashRestartDriver.read(backend, directory) {
+        if case .session(let generation) = read(directory, outcome: &outcome) {
             oracle.report(
                 .signOutDurable,
                 "after the sign-out and the others' 401s the storage held a session (generation \(generation)) "

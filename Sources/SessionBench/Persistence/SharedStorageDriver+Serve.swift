@@ -22,7 +22,8 @@ extension SharedStorageDriver {
             case .timedOut:
                 let expected = instancesPerProcess * scenario.tasks
                 outcome.hang = .init(
-                    stuckCallers: max(0, expected - part.answers.count), ofCallers: expected, operation: .rejection,
+                    stuckCallers: max(0, expected - part.answers.count), ofCallers: expected,
+                    operation: phase == "reads" ? .read : .rejection,
                     waitedSeconds: runner.hangTimeout.secondsValue, phase: "session process \(index), \(phase)",
                     detail: "no word from session process \(index) for the hang timeout (\(phase))")
             case .closed:

@@ -32,8 +32,10 @@ struct SharedStorageDriver {
     var processes: Int { scenario.kind == .replicas ? scenario.replicas ?? Scenario.defaultReplicas : 2 }
     var instancesPerProcess: Int { scenario.kind == .replicas ? 1 : 2 }
     var holders: Int { processes * instancesPerProcess }
-    /// `replicas`: reads by each caller in the read phase.
-    static let readsPerCaller = 2_000
+    /// `replicas`: reads by each caller in the read phase — 128,000 in all, 2,000 each with the
+    /// default 4 × 16 callers — and never fewer than 100: many replicas of many callers on a few
+    /// cores would otherwise read past the hang timeout.
+    var readsPerCaller: Int { max(100, 128_000 / max(1, processes * scenario.tasks)) }
 
     /// What one process sent while the driver waited on it.
     struct Heard {
@@ -66,7 +68,10 @@ struct SharedStorageDriver {
             outcome.failure = "could not make a storage folder: \(error)"
             return
         }
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer {
+            backend.discard(directory: directory)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
         let time = ManualTime()
         let server = TokenServer(
             configuration: .init(
@@ -79,6 +84,8 @@ struct SharedStorageDriver {
             backend: backend.name, protectsAtRest: backend.protectsAtRest,
             reuseGraceSeconds: scenario.reuseGraceWindow.secondsValue)
         outcome.persistence?.holders = holders
+        // Not scanned for a database (its rows are not files here); the backend says whether it seals.
+        if backend.isServer { outcome.persistence?.plaintextAtRest = !backend.protectsAtRest }
         let started = ContinuousClock.now
 
         server.setContext("sign-in")
@@ -123,7 +130,7 @@ struct SharedStorageDriver {
                         SessionProcessPlan(
                             store: descriptor.name, backend: backend.name, directory: directory, incarnation: index,
                             signIn: false, subject: subject, callers: scenario.tasks,
-                            readsPerCaller: scenario.kind == .replicas ? Self.readsPerCaller : 0,
+                            readsPerCaller: scenario.kind == .replicas ? readsPerCaller : 0,
                             crash: .clean, midSaveLimit: 0, instances: instancesPerProcess,
                             clockStart: time.now.nanoseconds, serverURL: served?.url)))
             }
@@ -226,7 +233,9 @@ struct SharedStorageDriver {
                     index: event, expiry: kind == .expiry, holders: holders.count, issuedBefore: issuedBefore,
                     held: held),
                 heard: heard, ledger: server.ledger.entries, outcome: &outcome)
-            judgeStorage(after: "event \(event)", in: directory, handed: handed)
+            judgeStorage(after: "event \(event)", in: directory, handed: handed, outcome: &outcome)
+            // A database keeps the session on the server, not in files: nothing here to scan.
+            guard !backend.isServer else { continue }
             var seen = atRest ?? AtRestScan()
             seen.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
             atRest = seen
@@ -258,7 +267,7 @@ struct SharedStorageDriver {
                 Event(index: scenario.rounds, expiry: true, holders: survivors.count, issuedBefore: issuedBefore, held: [:]),
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn, handed: &handed, outcome: &outcome)
-            judgeStorage(after: "the lock holder's crash", in: directory, handed: handed)
+            judgeStorage(after: "the lock holder's crash", in: directory, handed: handed, outcome: &outcome)
             // A replica stalls holding the lock, its refresh token read; the others wait past the
             // lock's timeout, then it goes on. Still one refresh for the expiry.
             if survivors.count >= 2, let stalled = survivors.last {
@@ -292,7 +301,7 @@ struct SharedStorageDriver {
                     index: scenario.rounds + 1, issuedBefore: issuedBefore, during: phases[0], holder: phases[1],
                     after: phases[2], waited: waitedSeconds, ledger: server.ledger.entries, handed: &handed,
                     outcome: &outcome)
-                judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed)
+                judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed, outcome: &outcome)
             }
         }
         // One instance signs out; the others' next refresh must find the shared session over.
@@ -301,9 +310,9 @@ struct SharedStorageDriver {
         guard await run(.hold, others, context: "after sign-out") != nil,
             let after = await run(.storm, others, context: "after sign-out")
         else { return false }
-        judgeAfterSignOut(after, in: directory, ledger: server.ledger.entries)
+        judgeAfterSignOut(after, in: directory, ledger: server.ledger.entries, outcome: &outcome)
         let ended = AtRestScan.scan(directory, secrets: ["the signed-out session's refresh token": secrets.session])
-        if ended.holdsPlaintext {
+        if !backend.isServer, ended.holdsPlaintext {
             oracle.report(
                 .signOutDurable, "after the sign-out, the ended session's refresh token was still on disk",
                 trace: ended.exposures)

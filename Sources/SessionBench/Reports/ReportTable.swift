@@ -269,7 +269,8 @@ public enum ScenarioText {
         case .replicas:
             what =
                 "\(scenario.replicas ?? Scenario.defaultReplicas) replica processes share one session through a "
-                + "database server: 401 storms, expiries, reads, a replica killed holding the lock "
+                + "database server: 401 storms, expiries, reads, a replica killed holding the lock, one stalled "
+                + "holding it "
                 + "(one run per server backend; name:backend picks one)"
         case .stepUp:
             what =
@@ -281,9 +282,12 @@ public enum ScenarioText {
                 + "sign-out racing a refresh, user switch, revocation"
         }
         let size =
-            scenario.isRoundBased
-            ? "\(scenario.tasks) callers × \(scenario.rounds) \(scenario.needsStorage ? "processes" : "rounds")"
-            : "\(scenario.tasks) callers"
+            scenario.kind == .replicas
+            ? "\(scenario.tasks) callers × \(scenario.replicas ?? Scenario.defaultReplicas) replicas, "
+                + "\(scenario.rounds) events"
+            : scenario.isRoundBased
+                ? "\(scenario.tasks) callers × \(scenario.rounds) \(scenario.needsStorage ? "processes" : "rounds")"
+                : "\(scenario.tasks) callers"
         return "\(what) (\(size))"
     }
 }

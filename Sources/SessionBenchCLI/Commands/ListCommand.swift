@@ -27,14 +27,16 @@ struct List: ParsableCommand {
             let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
             print("  \(name) \(ScenarioText.summary(scenario))")
         }
-        print("storage backends (crash-restart:NAME, shared-storage:NAME):")
+        print("storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
+        let backendWidth = max(20, (StorageBackendCatalog.all.map(\.name.count).max() ?? 0) + 1)
         for backend in StorageBackendCatalog.all {
             let marks = [
+                backend.isServer ? "PostgreSQL: SESSION_BENCH_POSTGRES_URL" : nil,
                 backend.isReferenceBroken ? "reference-broken" : nil, backend.protectsAtRest ? "protects at rest" : nil,
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
-            let name = backend.name.padding(toLength: 20, withPad: " ", startingAt: 0)
+            let name = backend.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
             print("  \(name) \(backend.summary)\(suffix)")
         }
     }
