@@ -60,14 +60,14 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     let channel: String
 
     /// The connection for calls outside a turn, made on first use.
-    private let plain = Mutex<PostgresConnection?>(nil)
+    let plain = Mutex<PostgresConnection?>(nil)
     /// Connections for turns, not in use now.
-    private let spare = Mutex<[PostgresConnection]>([])
+    let spare = Mutex<[PostgresConnection]>([])
     /// The turn under way in this storage: its connection, and whether its transaction (row lock)
     /// is still open.
-    private let turn = Mutex<Turn?>(nil)
+    let turn = Mutex<Turn?>(nil)
     /// The listening task behind ``announcements()``, cancelled when the storage goes.
-    private let listening = Mutex<Task<Void, Never>?>(nil)
+    let listening = Mutex<Task<Void, Never>?>(nil)
 
     struct Turn {
         var connection: PostgresConnection
@@ -75,7 +75,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     }
 
     static let logger = Logger(label: "session-bench.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
-    private static let connectionIDs = Atomic<Int>(0)
+    static let connectionIDs = Atomic<Int>(0)
 
     /// Opens the session called `session` at `location`, creating the table and the session's
     /// row if missing. Throws ``StorageError/writeFailed(_:)`` naming the server and the cause
@@ -161,49 +161,6 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         }
     }
 
-    // MARK: SharedTokenStorage
-
-    public func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
-        guard coordination != .unlocked else { return await body() }
-        let connection = try await lease()
-        do {
-            switch coordination {
-            case .advisoryLock, .advisoryLockThenProceed:
-                try await run("SELECT pg_advisory_lock(hashtextextended(\(key), 0))", on: connection)
-            case .rowLock:
-                try await run("BEGIN", on: connection)
-                try await run(
-                    "SELECT 1 FROM \(unescaped: Self.table) WHERE session_key = \(key) FOR UPDATE", on: connection)
-            case .unlocked:
-                break
-            }
-        } catch {
-            // A wait past the lock timeout, or a connection that failed: nothing is held.
-            Self.drop(connection)
-            if coordination == .advisoryLockThenProceed { return await body() }
-            throw error
-        }
-        turn.withLock(visibleTo: self) { $0 = Turn(connection: connection, openTransaction: coordination == .rowLock) }
-        let result = await body()
-        let open = turn.withLock(visibleTo: self) { turn in
-            defer { turn = nil }
-            return turn?.openTransaction ?? false
-        }
-        do {
-            switch coordination {
-            case .advisoryLock, .advisoryLockThenProceed:
-                try await run("SELECT pg_advisory_unlock(hashtextextended(\(key), 0))", on: connection)
-            case .rowLock: if open { try await run("COMMIT", on: connection) }
-            case .unlocked: break
-            }
-            spare.withLock(visibleTo: self) { $0.append(connection) }
-        } catch {
-            // The server drops whatever the connection held when it closes.
-            Self.drop(connection)
-        }
-        return result
-    }
-
     /// Deletes the session's row: what a run leaves behind, tokens included if it did not end
     /// signed out.
     public static func remove(session: String, at location: PostgresLocation) throws(StorageError) {
@@ -216,60 +173,13 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         }
     }
 
-    // MARK: AnnouncingTokenStorage
-
-    /// One stream per call; each listens on a connection of its own until the storage is released
-    /// (reconnecting after a lost connection, a notification being a hint: the store's own turn
-    /// reads the row again anyway).
-    public func announcements() -> AsyncStream<TokenGrant> {
-        let (stream, continuation) = AsyncStream.makeStream(of: TokenGrant.self, bufferingPolicy: .bufferingNewest(1))
-        let task = Task { [weak self, location, channel] in
-            defer { continuation.finish() }
-            while !Task.isCancelled {
-                do {
-                    let connection = try await PostgresConnection.connect(
-                        configuration: location.configuration,
-                        id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger)
-                    defer { Self.drop(connection) }
-                    try await connection.listen(on: channel) { notifications in
-                        for try await _ in notifications {
-                            guard let self else { return }
-                            if let grant = try await self.read(on: connection) { continuation.yield(grant) }
-                        }
-                    }
-                } catch {
-                    if Task.isCancelled || self == nil { return }
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-            }
-        }
-        listening.withLock(visibleTo: self) { listening in
-            listening?.cancel()
-            listening = task
-        }
-        return stream
-    }
-
-    /// The row read on `connection` without blocking a thread (the listener's read).
-    private func read(on connection: PostgresConnection) async throws -> TokenGrant? {
-        let rows = try await connection.query(
-            """
-            SELECT access_token, subject, generation, expires_at, refresh_token
-            FROM \(unescaped: Self.table) WHERE session_key = \(key)
-            """, logger: Self.logger)
-        for try await row in rows.decode((String?, String?, Int64?, Int64?, String?).self) {
-            return try Self.grant(row)
-        }
-        return nil
-    }
-
     // MARK: Connections
 
     /// Runs `body` on the turn's connection while this storage holds its turn, else on the plain
     /// one. `committing`: a write that ends the turn's transaction, if one is open, with its commit
     /// — the grant is durable when the call returns, and the row lock is released with it.
     @discardableResult
-    private func withConnection<R>(
+    func withConnection<R>(
         committing: Bool = false, _ body: (PostgresConnection) throws(StorageError) -> R
     ) throws(StorageError) -> R {
         if let current = turn.withLock(visibleTo: self, { $0 }) {
@@ -284,7 +194,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     }
 
     @discardableResult
-    private func withPlainConnection<R>(_ body: (PostgresConnection) throws(StorageError) -> R) throws(StorageError)
+    func withPlainConnection<R>(_ body: (PostgresConnection) throws(StorageError) -> R) throws(StorageError)
         -> R
     {
         try plain.withLock(visibleTo: self) { plain throws(StorageError) -> R in
@@ -306,125 +216,5 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         }
     }
 
-    /// A connection for a turn: a spare one, or a new one with the lock timeout set.
-    private func lease() async throws(StorageError) -> PostgresConnection {
-        while let connection = spare.withLock(visibleTo: self, { $0.popLast() }) {
-            if !connection.isClosed { return connection }
-        }
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(
-                configuration: location.configuration, id: Self.connectionIDs.add(1, ordering: .relaxed).newValue,
-                logger: Self.logger)
-        } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
-        }
-        for setting in Self.timeouts(milliseconds: lockTimeoutMilliseconds) { try await run(setting, on: connection) }
-        return connection
-    }
-
-    /// The limits a connection of this storage runs under. `lock_timeout` alone is not a bound on
-    /// a wait: it applies to each lock a statement waits for, and a row lock's second waiter waits
-    /// twice (for the tuple, then for the holder's transaction). `statement_timeout` caps the whole
-    /// statement; every statement here takes milliseconds unless it waits for a lock. The
-    /// keepalives let the server find a replica whose machine vanished (no connection reset) in
-    /// about 8 s and end its session, releasing its lock; a process that dies on a live machine
-    /// has its connection reset at once.
-    static func timeouts(milliseconds: Int64) -> [PostgresQuery] {
-        [
-            "SET lock_timeout = \(unescaped: "'\(milliseconds)ms'")",
-            "SET statement_timeout = \(unescaped: "'\(milliseconds)ms'")",
-            "SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 1", "SET tcp_keepalives_count = 3",
-        ]
-    }
-
-    private var lockTimeoutMilliseconds: Int64 {
-        lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000
-    }
-
-    /// Runs `query` to its end. The rows are read: postgres-nio reports an error the server sent
-    /// for a statement (a lock wait past `lock_timeout`) only to a reader of its rows, so a query
-    /// whose rows were dropped unread would look as if it had succeeded.
-    private func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws(StorageError) {
-        do {
-            let rows = try await connection.query(query, logger: Self.logger)
-            for try await _ in rows {}
-        } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
-        }
-    }
-
-    // MARK: Helpers
-
-    /// The grant a row's columns hold; `nil` for an ended session (all null).
-    static func grant(_ columns: (String?, String?, Int64?, Int64?, String?)) throws(StorageError) -> TokenGrant? {
-        switch columns {
-        case (nil, nil, nil, nil, nil):
-            return nil
-        case (let access?, let subject?, let generation?, let expiresAt?, let refresh?) where generation >= 0:
-            return TokenGrant(
-                accessToken: AccessToken(
-                    value: access, subject: Subject(subject), generation: UInt64(generation),
-                    expiresAt: TokenInstant(nanoseconds: expiresAt)),
-                refreshToken: RefreshToken(refresh))
-        default:
-            throw StorageError.unreadable("\(table): the session's row is partly empty")
-        }
-    }
-
-    /// Closes `connection` without waiting; the server releases whatever it held. The connection is
-    /// kept until the close completes (one released while still open is a programming error).
-    static func drop(_ connection: PostgresConnection) {
-        let closing: EventLoopFuture<Void> = connection.close()
-        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
-    }
-
-    /// Creates the table if it is missing, under a transaction-scoped advisory lock so that
-    /// replicas starting together do not race on it.
-    static func prepareTable(on connection: PostgresConnection, location: PostgresLocation) throws(StorageError) {
-        for statement: PostgresQuery in [
-            "BEGIN",
-            "SELECT pg_advisory_xact_lock(hashtextextended(\(table), 0))",
-            """
-            CREATE TABLE IF NOT EXISTS \(unescaped: table) (
-                session_key text PRIMARY KEY,
-                access_token text, subject text, generation bigint, expires_at bigint, refresh_token text,
-                updated_at timestamptz NOT NULL DEFAULT now())
-            """,
-            "COMMIT",
-        ] {
-            try wait(connection.query(statement, logger: logger), location: location)
-        }
-    }
-
-    /// Waits for `future` on this thread (never an event loop's: the store's threads call here).
-    @discardableResult
-    static func wait<T: Sendable>(_ future: EventLoopFuture<T>, location: PostgresLocation) throws(StorageError) -> T {
-        do { return try future.wait() } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(describe(error))")
-        }
-    }
-
-    /// The server's message and SQLSTATE, or what failed on the way there; never a query's
-    /// parameters (they hold tokens).
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(type(of: error))" }
-        if let message = error.serverInfo?[.message] {
-            let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
-            return message + state
-        }
-        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
-        return "\(error.code)"
-    }
-
-    /// FNV-1a: the same in every process (Swift's `hashValue` is seeded per process).
-    static func stableHash(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
-    }
 }
 #endif

@@ -5,6 +5,31 @@ import TokenServer
 /// once, its token-endpoint calls answered by the driver's server, until each has said what the
 /// phase waits for.
 extension SharedStorageDriver {
+    /// What one process sent while the driver waited on it.
+    struct Heard {
+        var firsts: [Result<UInt64, SessionError>] = []
+        var answers: [(instance: String, result: Result<UInt64, SessionError>, nanoseconds: Int64)] = []
+        var saves: [Int64] = []
+        var grants: [TokenGrant] = []
+        /// Steps the process has finished.
+        var done: Set<Int> = []
+        /// `replicas`: the instance told to crash or stall holds its turn.
+        var inTurn = false
+        /// What the network added to the process's refresh calls (`replicas` over HTTP).
+        var overheads: [Int64] = []
+        /// `replicas`: reads made, and storage calls made while they ran.
+        var reads = 0
+        var readStorageCalls = 0
+        var end = End.complete
+    }
+
+    enum End {
+        case complete
+        case closed
+        case timedOut
+        case problem(String)
+    }
+
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
     /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
     func accept(

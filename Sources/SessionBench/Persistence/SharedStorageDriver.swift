@@ -37,31 +37,6 @@ struct SharedStorageDriver {
     /// cores would otherwise read past the hang timeout.
     var readsPerCaller: Int { max(100, 128_000 / max(1, processes * scenario.tasks)) }
 
-    /// What one process sent while the driver waited on it.
-    struct Heard {
-        var firsts: [Result<UInt64, SessionError>] = []
-        var answers: [(instance: String, result: Result<UInt64, SessionError>, nanoseconds: Int64)] = []
-        var saves: [Int64] = []
-        var grants: [TokenGrant] = []
-        /// Steps the process has finished.
-        var done: Set<Int> = []
-        /// `replicas`: the instance told to crash holds its turn; reads made, and storage calls
-        /// made while they ran.
-        var inTurn = false
-        /// What the network added to the process's refresh calls (`replicas` over HTTP).
-        var overheads: [Int64] = []
-        var reads = 0
-        var readStorageCalls = 0
-        var end = End.complete
-    }
-
-    enum End {
-        case complete
-        case closed
-        case timedOut
-        case problem(String)
-    }
-
     func run(outcome: inout DriverOutcome) async {
         let directory: String
         do { directory = try StorageFolders.make() } catch {
