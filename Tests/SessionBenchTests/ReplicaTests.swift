@@ -9,13 +9,16 @@ import TokenServer
 import SessionStoragePostgres
 #endif
 
-/// `replicas`: replica processes sharing one session through PostgreSQL. They need a server:
-/// `SESSION_BENCH_POSTGRES_URL` names it (`scripts/postgres start` runs one on loopback and
-/// prints its URL; CI does). Without one they are skipped, saying so — except in CI, where a
-/// skipped replica test would hide a missing install step.
+/// `replicas`: replica processes sharing one session through PostgreSQL. They need the PostgreSQL
+/// trait (a build with `--disable-default-traits`, as the ThreadSanitizer run's, has no server
+/// backends) and a server: `SESSION_BENCH_POSTGRES_URL` names it (`scripts/postgres start` runs
+/// one on loopback and prints its URL; CI does). Without one they are skipped, saying so — except
+/// in CI, where a skipped replica test would hide a missing install step.
 @Suite(
     "Replicas through PostgreSQL", .serialized, .timeLimit(.minutes(4)),
-    .enabled(if: PostgresForTests.url != nil || PostgresForTests.inCI, "set SESSION_BENCH_POSTGRES_URL (scripts/postgres start)"))
+    .enabled(
+        if: PostgresForTests.built && (PostgresForTests.url != nil || PostgresForTests.inCI),
+        "needs the PostgreSQL trait and SESSION_BENCH_POSTGRES_URL (scripts/postgres start)"))
 struct ReplicaTests {
     static var server: String? { PostgresForTests.url }
 
@@ -161,6 +164,11 @@ struct PostgresLocationTests {
 
 /// The server the replica tests use, if the environment names one.
 enum PostgresForTests {
+    #if PostgreSQL
+        static let built = true
+    #else
+        static let built = false
+    #endif
     static let url = ProcessInfo.processInfo.environment["SESSION_BENCH_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     static let inCI = ProcessInfo.processInfo.environment["CI"] == "true"
 }
