@@ -25,15 +25,10 @@ extension SharedStorageDriver {
         let context =
             "event \(event.index), \(event.expiry ? "an" : "a") \(name) for \(event.holders) of the "
             + "\(holders) store instances sharing one \(backend.name) storage across \(processes) processes"
-        let refreshes = ledger.filter { $0.context == "event \(event.index)" && $0.call == .refresh }
+        let refreshes = judgeSingleFlight(event: event.index, name: name, context: context, ledger: ledger)
         // Once the server has refused a refresh token the session is over for every holder: the
         // reuse behind it is I7's, and callers told so are right.
         let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
-        if refreshes.count > 1 {
-            oracle.report(
-                .singleFlight, "\(refreshes.count) refresh calls for one \(name) (\(context))",
-                trace: refreshes.prefix(3).map(Oracle.describe))
-        }
         let answers = heard.flatMap(\.answers)
         let stale = answers.compactMap { answer -> (String, UInt64, UInt64)? in
             guard let generation = try? answer.result.get() else { return nil }
@@ -62,15 +57,32 @@ extension SharedStorageDriver {
                     + "(\(context))",
                 trace: ["first seen at \(instance)"])
         }
-        outcome.refreshCalls += refreshes.count
-        outcome.stormRefreshCalls += refreshes.count
-        outcome.storms += 1
-        outcome.stormCallers += answers.count
-        outcome.operations += UInt64(answers.count - failures.count)
-        outcome.failedCalls += UInt64(failures.count)
+        tally(refreshes: refreshes.count, answers: answers.count, failures: failures.count, outcome: &outcome)
         if refreshes.count == 1, stale.isEmpty, failures.isEmpty {
             outcome.persistence?.grantsTaken += event.holders - 1
         }
+    }
+
+    /// I1 for one event: the ledger's refresh calls made under `event \(index)`, reported when
+    /// there is more than one; returns them.
+    func judgeSingleFlight(event index: Int, name: String, context: String, ledger: [LedgerEntry]) -> [LedgerEntry] {
+        let refreshes = ledger.filter { $0.context == "event \(index)" && $0.call == .refresh }
+        if refreshes.count > 1 {
+            oracle.report(
+                .singleFlight, "\(refreshes.count) refresh calls for one \(name) (\(context))",
+                trace: refreshes.prefix(3).map(Oracle.describe))
+        }
+        return refreshes
+    }
+
+    /// One event's counts in the run's figures: refresh calls per event, callers served and not.
+    func tally(refreshes: Int, answers: Int, failures: Int, outcome: inout DriverOutcome) {
+        outcome.refreshCalls += refreshes
+        outcome.stormRefreshCalls += refreshes
+        outcome.storms += 1
+        outcome.stormCallers += answers
+        outcome.operations += UInt64(answers - failures)
+        outcome.failedCalls += UInt64(failures)
     }
 
     /// I15 between events: the storage holds the newest generation any caller has been handed, so

@@ -50,13 +50,8 @@ extension SharedStorageDriver {
                 "while one replica stalled holding the lock, the others' callers waited \(InputRange.text(waited)) s, "
                     + "past the lock's timeout of \(InputRange.text(timeout)) s (\(context))")
         }
-        let refreshes = ledger.filter { $0.context == "event \(index)" && $0.call == .refresh }
+        let refreshes = judgeSingleFlight(event: index, name: "expiry", context: context, ledger: ledger)
         let refused = ledger.contains { $0.call == .refresh && $0.isInvalidGrant }
-        if refreshes.count > 1 {
-            oracle.report(
-                .singleFlight, "\(refreshes.count) refresh calls for one expiry (\(context))",
-                trace: refreshes.prefix(3).map(Oracle.describe))
-        }
         for answer in (during + holder + after).flatMap(\.answers) {
             outcome.latencies.record(.refreshWait, nanoseconds: answer.nanoseconds)
             if let generation = try? answer.result.get() { handed.insert(generation) }
@@ -89,11 +84,6 @@ extension SharedStorageDriver {
         judge((holder + after).flatMap(\.answers), waiting: false)
         let answers = (during + holder + after).flatMap(\.answers)
         let failures = answers.filter { (try? $0.result.get()) == nil }.count
-        outcome.refreshCalls += refreshes.count
-        outcome.stormRefreshCalls += refreshes.count
-        outcome.storms += 1
-        outcome.stormCallers += answers.count
-        outcome.operations += UInt64(answers.count - failures)
-        outcome.failedCalls += UInt64(failures)
+        tally(refreshes: refreshes.count, answers: answers.count, failures: failures, outcome: &outcome)
     }
 }
