@@ -111,13 +111,6 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         }
     }
 
-    /// A grant another holder saved, as the shared storage announced it: taken if newer and fresh,
-    /// answering the callers of a refresh this holder was waiting its turn for.
-    private func adopt(_ grant: TokenGrant) {
-        let adopted = changing { $0.adopt(grant, now: clock.now()) }
-        if let (waiters, outcome) = adopted { resume(waiters, with: outcome) }
-    }
-
     private let sharedElevation: ElevationCoordinator
 
     // The fast path, specialized for the built-in guards: the generic entry point jumps to a
@@ -177,7 +170,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     /// Runs `event` on the lifecycle, then publishes the state it left (``StateBroadcaster``
     /// drops it if a later one was published first).
-    private func changing<R: Sendable>(_ event: (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
+    func changing<R: Sendable>(_ event: (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
         let (result, observed) = lifecycle.withExclusiveAccess { lifecycle in
             let result = event(&lifecycle)
             return (result, lifecycle.observed)
@@ -197,7 +190,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     /// Runs `publish`, which hands `grant`'s token out, with the save of `grant` before it while
     /// `isCurrent()` holds (or, for the reference-broken order, after it).
-    private func persisting<R>(_ grant: TokenGrant?, isCurrent: () -> Bool, publish: () -> R) -> R {
+    func persisting<R>(_ grant: TokenGrant?, isCurrent: () -> Bool, publish: () -> R) -> R {
         guard let persistence, let grant else { return publish() }
         switch persistence.order {
         case .beforePublish:
@@ -249,68 +242,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         }
     }
 
-    private func refresh(_ request: TokenLifecycle<TokenWaiter>.RefreshRequest) async {
-        guard let persistence, persistence.isShared else {
-            return await refresh(request, presenting: request.refreshToken)
-        }
-        do throws(StorageError) {
-            try await takeTurn(request, persistence: persistence)
-        } catch {
-            // No turn (a lock wait that timed out, a database out of reach): refreshing without one
-            // could present a refresh token another holder is presenting. This round fails as a
-            // transient error; the next caller tries again.
-            let (waiters, outcome) = changing {
-                $0.refreshCompleted(request, result: .failure(.transient), now: clock.now())
-            }
-            resume(waiters, with: outcome)
-        }
-    }
-
-    /// The refresh in this holder's turn: another holder's newer grant if the storage has one,
-    /// else a call to the server.
-    private func takeTurn(
-        _ request: TokenLifecycle<TokenWaiter>.RefreshRequest, persistence: SessionPersistence
-    ) async throws(StorageError) {
-        try await persistence.takingTurns {
-            // Answered meanwhile (a grant another holder saved, announced while this one waited)
-            // or ended: no one waits for this refresh, and its refresh token may be spent.
-            guard lifecycle.withSharedAccess({ $0.isCurrent(request) }) else { return }
-            switch persistence.reload() {
-            case .session(let stored) where stored.refreshToken != request.refreshToken:
-                guard stored.accessToken.isFresh(at: clock.now(), margin: skew) else {
-                    // Another holder refreshed earlier, and that token has expired too: its
-                    // refresh token is the one the server still accepts.
-                    return await refresh(request, presenting: stored.refreshToken)
-                }
-                // Another holder refreshed while this one waited its turn: its grant is the answer.
-                let (waiters, outcome) = changing {
-                    $0.refreshCompleted(request, result: .success(stored), now: clock.now())
-                }
-                resume(waiters, with: outcome)
-            case .empty:
-                // Another holder signed out: the shared session is over here too.
-                resume(changing { $0.endedElsewhere(request) }, with: .failure(.signedOut))
-            case .session, .unreadable:
-                await refresh(request, presenting: request.refreshToken)
-            }
-        }
-    }
-
-    /// Calls the server with `refreshToken` for `request`, then saves and publishes its answer.
-    private func refresh(
-        _ request: TokenLifecycle<TokenWaiter>.RefreshRequest, presenting refreshToken: RefreshToken
-    ) async {
-        let result = await endpoint.refreshResult(refreshToken)
-        let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrent(request) } }
-        persisting(try? result.get(), isCurrent: isCurrent) {
-            let (waiters, outcome) = changing {
-                $0.refreshCompleted(request, result: result, now: clock.now())
-            }
-            resume(waiters, with: outcome)
-        }
-    }
-
-    private func resume(_ waiters: [TokenWaiter], with outcome: Result<AccessToken, SessionError>) {
+    func resume(_ waiters: [TokenWaiter], with outcome: Result<AccessToken, SessionError>) {
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
 }
