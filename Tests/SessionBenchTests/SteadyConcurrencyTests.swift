@@ -49,7 +49,12 @@ struct SteadyConcurrencyTests {
             #expect(sync.threads == threads, "\(store.name): \(sync.threads) threads")
             #expect(threads > 2 ? sync.threadsAtOnce >= 1 : sync.threadsAtOnce == threads, "\(store.name): \(sync.threadsAtOnce) of \(sync.threads) at once")
             #expect(sync.operations > 0 && sync.misses == 0, "\(store.name): \(sync.operations) calls, \(sync.misses) misses")
-            #expect(sync.seconds >= Self.duration.seconds * 0.9 && sync.seconds < Self.duration.seconds * 25, "\(store.name): \(sync.seconds)s")
+            // On a machine too busy to give the lowest-priority threads their slices, the watcher
+            // stops the run a hang timeout past its time.
+            #expect(
+                sync.seconds >= Self.duration.seconds * 0.9
+                    && sync.seconds < Self.duration.seconds * 25 + TestEnvironment.hangTimeout.seconds,
+                "\(store.name): \(sync.seconds)s")
             let spread = try #require(sync.callerSpread)
             #expect(spread.minimum <= spread.median && spread.median <= spread.maximum && spread.minimum > 0)
             #expect((sync.plainLoadThroughput ?? 0) > 0, "the floor is measured in the same run")

@@ -13,6 +13,14 @@ int session_bench_pin_cpus(const int *cpus, int count);
 /// busy threads yields to every other thread of the machine. Returns 0, or -1 with errno set.
 int session_bench_lower_thread_priority(void);
 
+/// The calling thread's kernel id (its name under /proc/self/task), or -1 where there is none.
+int session_bench_thread_id(void);
+
+/// What the kernel says of thread `tid` of this process: whether it is runnable (on a CPU or
+/// waiting for one) and the CPU time it has used, in nanoseconds. Returns 0, or -1 when the
+/// thread has ended or cannot be read (no /proc).
+int session_bench_thread_activity(int tid, int *runnable, unsigned long long *cpu_nanoseconds);
+
 /// CPUs the kernel can name in one affinity mask.
 int session_bench_cpu_limit(void);
 

@@ -119,11 +119,14 @@ struct SteadyDriver {
                 outcome.syncRead = figures
                 outcome.clockAnomalies += anomalies
                 if latency.totalCount > 0 { recorder.add(.syncRead, latency) }
-            case .stuck(let count):
+            case .stuck(let count, let starved):
                 outcome.hang = .init(
                     stuckCallers: count, ofCallers: driver.threads, operation: .syncRead,
-                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "synchronous reads",
-                    detail: "threads still inside currentToken() when the time was up")
+                    waitedSeconds: starved ?? runner.hangTimeout.secondsValue, phase: "synchronous reads",
+                    detail: starved.map {
+                        "threads runnable but given almost no CPU for \(InputRange.text($0)) s: the machine is too busy "
+                            + "to tell a slow store from a stuck one (run on a quieter machine)"
+                    } ?? "threads still inside currentToken() when the time was up")
                 return outcome
             }
         }

@@ -52,16 +52,17 @@ struct SyncReadDriver {
 
     enum Outcome {
         case finished(SyncReadFigures, latency: Histogram<UInt64>, clockAnomalies: UInt64)
-        /// Threads still inside `currentToken()` when the time was up.
-        case stuck(Int)
+        /// Threads still inside `currentToken()` when the time was up; how long the machine gave
+        /// them no CPU, when that is why.
+        case stuck(Int, starvedSeconds: Double?)
     }
 
     /// Runs the store's loop, then the plain-load loop, and puts the figures together.
     func run(_ store: any SynchronousTokenReading, clock: TokenClock) async -> Outcome {
         let measured = await loop(duration: duration, checked: true) { _ in store }
         guard case .finished(let reports) = measured else {
-            if case .stuck(let count) = measured { return .stuck(count) }
-            return .stuck(threads)
+            if case .stuck(let count, let starved) = measured { return .stuck(count, starvedSeconds: starved) }
+            return .stuck(threads, starvedSeconds: nil)
         }
         let floorDuration = min(duration, .milliseconds(100))
         // Each thread's own copy of the very token the store hands out: the same strings to
@@ -108,7 +109,9 @@ struct SyncReadDriver {
 
     enum LoopOutcome {
         case finished([ThreadReport])
-        case stuck(Int)
+        /// Threads still inside `currentToken()`; how long they went without a time slice, when
+        /// that is why (see ``ReaderStarvation``).
+        case stuck(Int, starvedSeconds: Double?)
     }
 
     /// `threads` OS threads behind one start line, each calling `reader(thread)`'s
@@ -122,6 +125,10 @@ struct SyncReadDriver {
         let startLine = ThreadStartLine(count: threads)
         let finished = Atomic<Int>(0)
         let arrived = Atomic<Int>(0)
+        // Set by the watcher once the run is a hang timeout past its time: each thread stops
+        // after the call it is in. A machine that hands a crowd of lowest-priority threads a
+        // lock one time slice at a time would otherwise keep them at their batches for minutes.
+        let overdue = Atomic<Bool>(false)
         let heartbeats = (0..<threads).map { _ in Heartbeat() }
         let shared = SharedRun()
         let reports = ReportBox()
@@ -139,6 +146,7 @@ struct SyncReadDriver {
                 // still run. With nothing else runnable, as in a measuring process, the
                 // figures are the same.
                 _ = session_bench_lower_thread_priority()
+                heartbeat.thread.store(ReaderStarvation.currentThread(), ordering: .relaxed)
                 // The start line: nobody calls until every thread is running. Threads wait
                 // asleep, so a crowd still being created is not slowed by those already made.
                 arrived.add(1, ordering: .relaxed)
@@ -149,7 +157,8 @@ struct SyncReadDriver {
                 report.beginTicks = SampleClock.ticks()
                 _ = shared.begin(at: report.beginTicks)
                 let deadline = report.beginTicks &+ durationTicks
-                while true {
+                var late = false
+                while !late {
                     let batchStart = SampleClock.ticks()
                     if batchStart >= deadline { break }
                     random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -157,6 +166,10 @@ struct SyncReadDriver {
                     let notBefore = TokenClock.coarse.now()
                     checker.startBatch()
                     for call in 0..<Self.batch {
+                        if overdue.load(ordering: .relaxed) {
+                            late = true
+                            break
+                        }
                         let token: AccessToken?
                         if call == timed {
                             let t0 = SampleClock.ticks()
@@ -175,9 +188,9 @@ struct SyncReadDriver {
                         } else {
                             report.misses += 1
                         }
+                        heartbeat.record(report.operations &+ report.misses)
                     }
                     checker.endBatch()
-                    heartbeat.beat()
                 }
                 report.endTicks = SampleClock.ticks()
                 reports.add(report)
@@ -187,25 +200,35 @@ struct SyncReadDriver {
             thread.start()
         }
         // Wait without holding a pool thread. A store that never returns leaves threads stuck:
-        // stuck means no thread finished a batch for a whole hang timeout after the run's
-        // time. A busy machine that gives these lowest-priority threads little CPU slows them
-        // down but does not stop every one of them, so it is not taken for a hang; nor are
-        // threads still coming to the start line (they have not called the store yet), unless
-        // none comes for three hang timeouts.
+        // stuck means no call returned for a whole hang timeout after the run's time. A busy
+        // machine that gives these lowest-priority threads little CPU slows them down but does
+        // not stop every one of them, so it is not taken for a hang; nor are threads still
+        // coming to the start line (they have not called the store yet), unless none comes for
+        // three hang timeouts; nor are threads the machine gives no CPU at all (ReaderStarvation).
         let started = ContinuousClock.now
         let quietAllowed = duration + hangTimeout + .seconds(Double(count) * 0.004)
-        var progress = -1
+        var progress: UInt64 = .max
         var lastProgress = started
+        var starvation = ReaderStarvation()
         while finished.load(ordering: .acquiring) < count {
             let now = ContinuousClock.now
             let arrivals = arrived.load(ordering: .relaxed)
-            let current = heartbeats.reduce(finished.load(ordering: .acquiring) &+ arrivals) { $0 &+ $1.count }
+            let current = heartbeats.reduce(UInt64(finished.load(ordering: .acquiring) &+ arrivals)) { $0 &+ $1.calls }
             let patience = arrivals < count ? hangTimeout * 3 : hangTimeout
+            if now - started > quietAllowed { overdue.store(true, ordering: .relaxed) }
             if current != progress {
                 progress = current
                 lastProgress = now
-            } else if now - lastProgress > patience, now - started > quietAllowed {
-                return .stuck(count - finished.load(ordering: .acquiring))
+                starvation.reset()
+            } else if now - started > quietAllowed {
+                let decision = starvation.decide(quiet: now - lastProgress, patience: patience, now: now) {
+                    ReaderStarvation.sample(threads: heartbeats.map { $0.thread.load(ordering: .relaxed) })
+                }
+                switch decision {
+                case .wait: break
+                case .stuck: return .stuck(count - finished.load(ordering: .acquiring), starvedSeconds: nil)
+                case .starved(let seconds): return .stuck(count - finished.load(ordering: .acquiring), starvedSeconds: seconds)
+                }
             }
             try? await Task.sleep(for: .milliseconds(2))
         }
@@ -213,17 +236,19 @@ struct SyncReadDriver {
     }
 }
 
-/// Batches one thread has finished, written by that thread alone and read by the watcher;
-/// padded so that two threads' counts never share a cache line.
+/// Calls one thread has made, written by that thread alone after each call and read by the
+/// watcher (a plain store, no read-modify-write: the loop's cost hardly changes), and the
+/// thread's kernel id; padded so that two threads' counts never share a cache line.
 private final class Heartbeat: Sendable {
-    private let batches = Atomic<Int>(0)
+    private let made = Atomic<UInt64>(0)
+    let thread = Atomic<Int32>(-1)
     private let padding: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) = (
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
     )
 
-    @inline(__always) func beat() { batches.add(1, ordering: .relaxed) }
+    @inline(__always) func record(_ calls: UInt64) { made.store(calls, ordering: .relaxed) }
 
-    var count: Int { batches.load(ordering: .relaxed) }
+    var calls: UInt64 { made.load(ordering: .relaxed) }
 }
 
 /// The threads' tallies, behind a lock ThreadSanitizer can see (SessionSync).
