@@ -92,7 +92,10 @@ struct ReaderStarvationTests {
     }
     #endif
 
-    @Test("a store whose currentToken() never returns is hung at the hang timeout, asleep or spinning", arguments: [
+    @Test(
+        "a store whose currentToken() never returns is hung at the hang timeout, asleep or spinning",
+        .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)),
+        arguments: [
         StuckReadStore.Way.sleeps, .spins,
     ])
     func stuckStoreIsHung(way: StuckReadStore.Way) async throws {

@@ -98,7 +98,12 @@ struct BaselineSignificanceTests {
             #expect(p50.verdict == .regression, "trial \(trial): \(slowed.table())")
             #expect((p50.change ?? 0) > 0.15, "the measured slowdown is most of the 30% added")
             #expect(p50.p <= BaselineComparison.defaultAlpha)
-            #expect(slowed.improvements.isEmpty, "a slower build never reads faster: \(slowed.table())")
+            // Per read: calls/s over a 100 ms run also counts the time the thread was off the CPU,
+            // which beside the other suites (under ThreadSanitizer above all) can land on one
+            // build's five runs; a read's latency does not.
+            #expect(
+                !slowed.improvements.contains { $0.metric.hasPrefix("read ") },
+                "a slower build never reads faster: \(slowed.table())")
         }
     }
 }
