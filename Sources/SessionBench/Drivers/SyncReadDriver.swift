@@ -59,10 +59,10 @@ struct SyncReadDriver {
 
     /// Runs the store's loop, then the plain-load loop, and puts the figures together.
     func run(_ store: any SynchronousTokenReading, clock: TokenClock) async -> Outcome {
-        let measured = await loop(duration: duration, checked: true) { _ in store }
-        guard case .finished(let reports) = measured else {
-            if case .stuck(let count, let starved) = measured { return .stuck(count, starvedSeconds: starved) }
-            return .stuck(threads, starvedSeconds: nil)
+        let reports: [ThreadReport]
+        switch await loop(duration: duration, checked: true, reader: { _ in store }) {
+        case .finished(let finished): reports = finished
+        case .stuck(let count, let starved): return .stuck(count, starvedSeconds: starved)
         }
         let floorDuration = min(duration, .milliseconds(100))
         // Each thread's own copy of the very token the store hands out: the same strings to
@@ -271,47 +271,4 @@ private final class PlainLoad: SynchronousTokenReading, @unchecked Sendable {
     func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
     func signIn(_ credentials: Credentials) async throws(SessionError) {}
     func signOut() async {}
-}
-
-/// The synchronous read path's figures (``SyncReadDriver``).
-public struct SyncReadFigures: Sendable, Codable, Hashable {
-    /// OS threads that called `currentToken()` (the scenario's callers, at most 256).
-    public var threads: Int
-    /// Threads that had started before the first one stopped: all of them when all ran at once.
-    public var threadsAtOnce: Int = 0
-    /// Calls that returned a token.
-    public var operations: UInt64 = 0
-    /// Calls that returned `nil` (no fresh token, or a refresh under way).
-    public var misses: UInt64 = 0
-    public var seconds: Double = 0
-    /// Calls per second, all threads together: every call over the time from the first
-    /// thread's start to the last one's stop.
-    public var throughput: Double = 0
-    /// Calls per second of the slowest, the median and the fastest thread, each over its own
-    /// time: how fairly the store shares itself.
-    public var callerSpread: ThroughputSpread?
-    /// The same loop over a token in each thread's own memory, no synchronization.
-    public var plainLoadThroughput: Double?
-
-    public init(threads: Int) { self.threads = threads }
-}
-
-/// Holds `count` OS threads asleep until all have arrived, then wakes them all at once. A
-/// barrier rather than a condition variable: woken threads need no lock to leave, so a crowd
-/// on few cores is runnable together instead of handing a mutex on one time slice at a time.
-final class ThreadStartLine: @unchecked Sendable {
-    private let barrier: UnsafeMutablePointer<pthread_barrier_t>
-
-    init(count: Int) {
-        barrier = .allocate(capacity: 1)
-        let status = pthread_barrier_init(barrier, nil, UInt32(count))
-        precondition(status == 0, "pthread_barrier_init failed (\(status))")
-    }
-
-    deinit {
-        pthread_barrier_destroy(barrier)
-        barrier.deallocate()
-    }
-
-    func arriveAndWait() { _ = pthread_barrier_wait(barrier) }
 }
