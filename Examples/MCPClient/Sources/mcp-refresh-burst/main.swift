@@ -146,6 +146,9 @@ final class LoopbackProxy: URLProtocol {
                 $0.tally.inFlight -= 1
                 if refreshing { $0.tally.refreshOther += 1 }
             }
+            // A request the loading system stopped (stopLoading cancels this task) is answered
+            // no more: FoundationNetworking crashes on a client call for a task it let go.
+            guard !Task.isCancelled else { return }
             return proxy.client?.urlProtocol(proxy, didFailWithError: error) ?? ()
         }
         let status = (answer.response as? HTTPURLResponse)?.statusCode ?? 0
@@ -167,8 +170,13 @@ final class LoopbackProxy: URLProtocol {
         guard
             let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)
         else { return proxy.client?.urlProtocol(proxy, didFailWithError: URLError(.badServerResponse)) ?? () }
+        // The client may stop the request once it has seen the response: each call is made only
+        // while the request is still loading.
+        guard !Task.isCancelled else { return }
         proxy.client?.urlProtocol(proxy, didReceive: response, cacheStoragePolicy: .notAllowed)
+        guard !Task.isCancelled else { return }
         proxy.client?.urlProtocol(proxy, didLoad: answer.data)
+        guard !Task.isCancelled else { return }
         proxy.client?.urlProtocolDidFinishLoading(proxy)
     }
 
