@@ -55,33 +55,62 @@ int session_bench_lower_thread_priority(void) {
 
 int session_bench_thread_id(void) { return (int)syscall(SYS_gettid); }
 
-int session_bench_thread_activity(int tid, int *runnable, unsigned long long *cpu_nanoseconds) {
-    char path[64];
-    char line[1024];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+/// Whether thread `tid` of process `pid` is runnable (on a CPU or waiting for one): 1, 0, or -1.
+static int thread_runnable(int pid, int tid) {
+    char path[96];
+    char line[512];
+    if (pid == 0) {
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    } else {
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    }
     FILE *file = fopen(path, "r");
     if (file == NULL) return -1;
     size_t length = fread(line, 1, sizeof line - 1, file);
     fclose(file);
     line[length] = 0;
-    // The command name, in parentheses, may hold spaces: the fields follow its last ')'.
+    // The command name, in parentheses, may hold spaces: the state follows its last ')'.
     char *end = strrchr(line, ')');
-    if (end == NULL) return -1;
-    char state = 0;
-    unsigned long user = 0, system = 0;
-    if (sscanf(end + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &state, &user, &system) != 3)
-        return -1;
-    *runnable = state == 'R';
-    // schedstat counts in nanoseconds; stat in clock ticks (10 ms), where schedstat is missing.
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-    file = fopen(path, "r");
-    unsigned long long ran = 0;
-    if (file != NULL && fscanf(file, "%llu", &ran) == 1) {
-        *cpu_nanoseconds = ran;
+    if (end == NULL || end[1] != ' ') return -1;
+    return end[2] == 'R';
+}
+
+int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable) {
+    char path[96];
+    if (pid == 0) {
+        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
     } else {
-        long tick = sysconf(_SC_CLK_TCK);
-        *cpu_nanoseconds = (unsigned long long)(user + system) * (1000000000ULL / (unsigned long long)(tick > 0 ? tick : 100));
+        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
     }
-    if (file != NULL) fclose(file);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return -1;
+    int read = fscanf(file, "%llu %llu", ran, waited);
+    fclose(file);
+    if (read != 2) return -1;
+    *runnable = thread_runnable(pid, tid) == 1;
     return 0;
+}
+
+int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *tasks = opendir(path);
+    if (tasks == NULL) return -1;
+    *ran = 0;
+    *waited = 0;
+    *runnable = 0;
+    int threads = 0;
+    struct dirent *entry;
+    while ((entry = readdir(tasks)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        unsigned long long r = 0, w = 0;
+        int now = 0;
+        if (session_bench_thread_times(pid, atoi(entry->d_name), &r, &w, &now) != 0) continue;
+        *ran += r;
+        *waited += w;
+        *runnable += now;
+        threads++;
+    }
+    closedir(tasks);
+    return threads > 0 ? 0 : -1;
 }

@@ -16,10 +16,15 @@ int session_bench_lower_thread_priority(void);
 /// The calling thread's kernel id (its name under /proc/self/task), or -1 where there is none.
 int session_bench_thread_id(void);
 
-/// What the kernel says of thread `tid` of this process: whether it is runnable (on a CPU or
-/// waiting for one) and the CPU time it has used, in nanoseconds. Returns 0, or -1 when the
-/// thread has ended or cannot be read (no /proc).
-int session_bench_thread_activity(int tid, int *runnable, unsigned long long *cpu_nanoseconds);
+/// How long thread `tid` of process `pid` (0: this process) has run on a CPU, and how long it
+/// has waited runnable for one, in nanoseconds (/proc/PID/task/TID/schedstat; a wait is counted
+/// once the thread gets the CPU), and whether it is runnable now (1 or 0). Returns 0, or -1 when
+/// the thread has ended or the kernel keeps no such count.
+int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable);
+
+/// The same, summed over the live threads of process `pid` (`runnable`: how many are). Returns
+/// 0, or -1.
+int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable);
 
 /// CPUs the kernel can name in one affinity mask.
 int session_bench_cpu_limit(void);

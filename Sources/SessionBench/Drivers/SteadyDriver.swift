@@ -119,14 +119,17 @@ struct SteadyDriver {
                 outcome.syncRead = figures
                 outcome.clockAnomalies += anomalies
                 if latency.totalCount > 0 { recorder.add(.syncRead, latency) }
-            case .stuck(let count, let starved):
+            case .stuck(let count, starvedSeconds: nil):
                 outcome.hang = .init(
                     stuckCallers: count, ofCallers: driver.threads, operation: .syncRead,
-                    waitedSeconds: starved ?? runner.hangTimeout.secondsValue, phase: "synchronous reads",
-                    detail: starved.map {
-                        "threads runnable but given almost no CPU for \(InputRange.text($0)) s: the machine is too busy "
-                            + "to tell a slow store from a stuck one (run on a quieter machine)"
-                    } ?? "threads still inside currentToken() when the time was up")
+                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "synchronous reads",
+                    detail: "threads still inside currentToken() when the time was up")
+            case .stuck(_, starvedSeconds: let starved?):
+                // Not the store's doing: the run has no verdict (ReaderStarvation).
+                outcome.failure =
+                    "synchronous reads: the reader threads wanted a CPU and were given almost no CPU for "
+                    + "\(InputRange.text((starved * 10).rounded() / 10)) s, so a slow store cannot be told from a stuck one "
+                    + "(run on a quieter machine, or raise --hang-timeout)"
                 return outcome
             }
         }

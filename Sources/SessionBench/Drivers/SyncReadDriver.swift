@@ -146,7 +146,7 @@ struct SyncReadDriver {
                 // still run. With nothing else runnable, as in a measuring process, the
                 // figures are the same.
                 _ = session_bench_lower_thread_priority()
-                heartbeat.thread.store(ReaderStarvation.currentThread(), ordering: .relaxed)
+                heartbeat.thread.store(CPUTimes.currentThread(), ordering: .relaxed)
                 // The start line: nobody calls until every thread is running. Threads wait
                 // asleep, so a crowd still being created is not slowed by those already made.
                 arrived.add(1, ordering: .relaxed)
@@ -209,7 +209,7 @@ struct SyncReadDriver {
         let quietAllowed = duration + hangTimeout + .seconds(Double(count) * 0.004)
         var progress: UInt64 = .max
         var lastProgress = started
-        var starvation = ReaderStarvation()
+        var starvation = ReaderStarvation(cpus: max(1, CPUPlacement.allowed.count))
         while finished.load(ordering: .acquiring) < count {
             let now = ContinuousClock.now
             let arrivals = arrived.load(ordering: .relaxed)
@@ -222,7 +222,7 @@ struct SyncReadDriver {
                 starvation.reset()
             } else if now - started > quietAllowed {
                 let decision = starvation.decide(quiet: now - lastProgress, patience: patience, now: now) {
-                    ReaderStarvation.sample(threads: heartbeats.map { $0.thread.load(ordering: .relaxed) })
+                    CPUTimes.threads(heartbeats.map { $0.thread.load(ordering: .relaxed) })
                 }
                 switch decision {
                 case .wait: break

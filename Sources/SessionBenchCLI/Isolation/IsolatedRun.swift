@@ -59,6 +59,7 @@ enum IsolatedRun {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
         child.send((try? JSONEncoder().encode(plan)) ?? Data())
+        let spawned = ContinuousClock.now
 
         let collected = Mutex<(results: [ScenarioResult], started: String?)>(([], nil))
         let reader = Thread {
@@ -89,10 +90,17 @@ enum IsolatedRun {
 
         let deadline = ContinuousClock.now + budget(for: scenarios, hangTimeout: hangTimeout)
         var timedOut = false
+        var starved = false
         var exit = child.poll()
         while exit == nil {
             if ContinuousClock.now > deadline {
                 timedOut = true
+                // A child that spent its life waiting for a CPU it was not given was not stuck
+                // in the store: the machine was too busy for a verdict (CPUTimes).
+                starved =
+                    CPUTimes.process(child.pid)?.starved(
+                        since: CPUTimes(), seconds: (ContinuousClock.now - spawned).secondsValue,
+                        cpus: CPUPlacement.allowed.count) ?? false
                 exit = child.kill()
                 break
             }
@@ -117,6 +125,12 @@ enum IsolatedRun {
                 result = failed(
                     store, scenario, .notRun,
                     "not run: the measuring process ended in \(interrupted?.name ?? "an earlier scenario")")
+            } else if timedOut, starved {
+                result = failed(
+                    store, scenario, .error,
+                    "the measuring process waited for a CPU most of its time budget and was given little: "
+                        + "the machine is too busy to tell a slow store from a stuck one "
+                        + "(run on a quieter machine, or raise --hang-timeout)")
             } else if timedOut {
                 result = failed(
                     store, scenario, .hung,

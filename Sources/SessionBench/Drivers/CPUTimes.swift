@@ -1,0 +1,61 @@
+import CPlacement
+
+/// How long threads have run on a CPU, and how long they waited runnable for one, as the kernel
+/// counts them (schedstat). What tells a machine too busy to run a store from a store that does
+/// not return: the first leaves the store's threads waiting for a CPU, the second does not.
+public struct CPUTimes: Sendable, Equatable {
+    public var ranNanoseconds: UInt64
+    public var waitedNanoseconds: UInt64
+    /// Threads runnable when the count was taken: a thread given no CPU at all has its wait
+    /// counted only once it runs, so it shows here.
+    public var runnable: Int
+
+    public init(ranNanoseconds: UInt64 = 0, waitedNanoseconds: UInt64 = 0, runnable: Int = 0) {
+        self.ranNanoseconds = ranNanoseconds
+        self.waitedNanoseconds = waitedNanoseconds
+        self.runnable = runnable
+    }
+
+    /// The calling thread's kernel id, for ``threads(_:)``; -1 where there is none.
+    static func currentThread() -> Int32 { session_bench_thread_id() }
+
+    /// The named threads of this process, summed; those that have ended are left out. `nil`
+    /// where the kernel keeps no such count (no /proc, no schedstat).
+    static func threads(_ ids: [Int32]) -> CPUTimes? {
+        var total = CPUTimes()
+        var read = 0
+        for id in ids where id > 0 {
+            var ran: UInt64 = 0
+            var waited: UInt64 = 0
+            var runnable: Int32 = 0
+            guard session_bench_thread_times(0, id, &ran, &waited, &runnable) == 0 else { continue }
+            read += 1
+            total.ranNanoseconds &+= ran
+            total.waitedNanoseconds &+= waited
+            total.runnable += Int(runnable)
+        }
+        return read > 0 ? total : nil
+    }
+
+    /// Every live thread of process `pid`, summed; `nil` where the kernel cannot say.
+    public static func process(_ pid: Int32) -> CPUTimes? {
+        var ran: UInt64 = 0
+        var waited: UInt64 = 0
+        var runnable: Int32 = 0
+        guard session_bench_process_times(pid, &ran, &waited, &runnable) == 0 else { return nil }
+        return CPUTimes(ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable))
+    }
+
+    /// Whether, over the `seconds` since `earlier`, the threads were starved: they wanted CPUs
+    /// (runnable now, or waiting for one half the time or more) and were given less than a
+    /// quarter of what they wanted, of the `cpus` they may use. Threads that sleep in a store want
+    /// no CPU; threads that spin in it on a machine of their own are given what they want:
+    /// neither is starved.
+    public func starved(since earlier: CPUTimes, seconds: Double, cpus: Int) -> Bool {
+        guard seconds > 0 else { return false }
+        let waited = Double(waitedNanoseconds &- earlier.waitedNanoseconds) / 1e9 / seconds
+        let ran = Double(ranNanoseconds &- earlier.ranNanoseconds) / 1e9 / seconds
+        let wanted = min(Double(max(1, cpus)), max(Double(runnable), waited))
+        return wanted >= 0.5 && ran < 0.25 * wanted
+    }
+}
