@@ -31,6 +31,8 @@ public struct LedgerEntry: Sendable, Hashable {
         /// The client went away (its task was cancelled: a dropped connection) before the
         /// server acted on the call; nothing changed on the server.
         case dropped
+        /// A sign-in whose credentials were refused; no session was started.
+        case refused
     }
 
     /// Position in the ledger, from 0.
@@ -68,7 +70,7 @@ public struct LedgerEntry: Sendable, Hashable {
     public var isRedemption: Bool {
         switch outcome {
         case .issued, .reuseAccepted, .reuseDetected, .responseLost, .familyRevoked: true
-        case .unknownToken, .transientFailure, .timedOut, .dropped: false
+        case .unknownToken, .transientFailure, .timedOut, .dropped, .refused: false
         }
     }
 
@@ -86,7 +88,7 @@ public struct LedgerEntry: Sendable, Hashable {
         switch outcome {
         case .transientFailure, .timedOut, .responseLost, .dropped: true
         case .issued, .reuseAccepted: deliveredExpired
-        case .reuseDetected, .familyRevoked, .unknownToken: false
+        case .reuseDetected, .familyRevoked, .unknownToken, .refused: false
         }
     }
 }

@@ -63,6 +63,16 @@ public final class TokenServer: StepUpEndpoint {
         var isRevoked = false
     }
 
+    /// What the server handed out as one access token, kept so the harness can tell a token a
+    /// store returns from one it made up or tore: its session, its user, its expiry and a
+    /// fingerprint of its value (never the value).
+    public struct IssuedToken: Sendable, Hashable {
+        public let family: UInt64
+        public let subject: Subject
+        public let expiresAt: TokenInstant
+        public let fingerprint: UInt64
+    }
+
     struct State {
         var random: SeededRandom
         var generation: UInt64 = 0
@@ -81,6 +91,18 @@ public final class TokenServer: StepUpEndpoint {
         var keepsAccessTokens = false
         /// Each machine client that was granted tokens, numbered in order of its first grant.
         var principals: [Subject: UInt64] = [:]
+        /// Every access token issued, by generation.
+        var issued: [UInt64: IssuedToken] = [:]
+        /// Scripted answers to the next sign-ins: a fault, or `nil` for a healthy one.
+        var scriptedSignIns: [SignInFault?] = []
+    }
+
+    /// How a scripted sign-in fails.
+    public enum SignInFault: Sendable, Hashable {
+        /// The credentials are refused (`invalidCredentials`).
+        case refused
+        /// A server error (`transient`): nothing was granted.
+        case transient
     }
 
     public let configuration: Configuration
@@ -111,6 +133,16 @@ public final class TokenServer: StepUpEndpoint {
         state.withLock(visibleTo: self) { $0.scriptedFaults = faults }
     }
 
+    /// Scripts the next sign-ins: each element is the fault for one call, `nil` for a healthy
+    /// answer. Replaces any script not yet used; machine clients' grants are never scripted.
+    public func scriptSignIns(_ faults: [SignInFault?]) {
+        state.withLock(visibleTo: self) { $0.scriptedSignIns = faults }
+    }
+
+    /// Every access token issued so far, by generation: what the harness checks a returned token
+    /// against (its session, user and expiry as issued, and the fingerprint of its value).
+    public var issuedTokens: [UInt64: IssuedToken] { state.withLock(visibleTo: self) { $0.issued } }
+
     /// Scripted refresh answers not yet used.
     public var scriptedRefreshesLeft: Int { state.withLock(visibleTo: self) { $0.scriptedFaults.count } }
 
@@ -133,7 +165,21 @@ public final class TokenServer: StepUpEndpoint {
     }
 
     public func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
-        await grant(credentials, client: false)
+        let sentAt = Self.realNanoseconds()
+        let refusal = state.withLock(visibleTo: self) { state -> (LedgerEntry.Outcome, Int, Duration)? in
+            guard !state.scriptedSignIns.isEmpty, let fault = state.scriptedSignIns.removeFirst() else { return nil }
+            let outcome: LedgerEntry.Outcome = fault == .refused ? .refused : .transientFailure
+            let index = state.ledger.append(
+                at: clock.now(), call: .signIn, family: 0, presentedGeneration: nil, outcome: outcome,
+                issuedGeneration: nil, sentAt: sentAt, context: state.context)
+            return (outcome, index, configuration.latency.sample(using: &state.random))
+        }
+        guard let (outcome, index, delay) = refusal else { return await grant(credentials, client: false) }
+        await sleep(delay)
+        state.withLock(visibleTo: self) {
+            $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: false, expired: false)
+        }
+        throw outcome == .refused ? .invalidCredentials : .transient
     }
 
     /// A grant for a machine client (OAuth client credentials): a session of its own, as a
@@ -261,6 +307,8 @@ public final class TokenServer: StepUpEndpoint {
         let access = AccessToken(
             value: Self.opaqueValue(prefix: "eyJ", size: configuration.tokenSize, using: &state.random),
             subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)
+        state.issued[generation] = IssuedToken(
+            family: family, subject: subject, expiresAt: access.expiresAt, fingerprint: access.fingerprint)
         if state.keepsAccessTokens { state.accessTokens[access.value] = access }
         let refreshValue = Self.opaqueValue(prefix: "rt.", size: 48, using: &state.random)
         state.refreshTokens[refreshValue] = IssuedRefreshToken(family: family, generation: generation)
@@ -282,5 +330,19 @@ public final class TokenServer: StepUpEndpoint {
     func sleep(_ duration: Duration) async {
         guard duration > .zero else { return }
         try? await Task.sleep(for: duration)
+    }
+}
+
+extension AccessToken {
+    /// A 64-bit FNV-1a digest of the token's value: equal for equal values in any process, so
+    /// a token can be compared with what the server issued without keeping or sending the value.
+    /// Not a secret-safe hash: keep it in memory, never print it.
+    public var fingerprint: UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in value.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 }

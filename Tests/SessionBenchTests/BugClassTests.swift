@@ -67,7 +67,8 @@ struct BugClassTests {
     func everyInvariantCovered() {
         let covered = Set(
             Self.cases.compactMap(\.expected) + OracleTests.cases.map(\.invariant)
-                + CrashRestartTests.cases.map(\.expected) + SessionPromiseTests.cases.map(\.expected))
+                + CrashRestartTests.cases.map(\.expected) + SessionPromiseTests.cases.map(\.expected)
+                + ContractModelTests.cases.map(\.expected))
         #expect(covered == Set(Invariant.allCases))
     }
 }

@@ -21,7 +21,7 @@ class WrappedStore: SessionStore, @unchecked Sendable {
     func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
     func signOut() async { await inner.signOut() }
 
-    static func descriptor(_ name: String) -> StoreDescriptor {
+    class func descriptor(_ name: String) -> StoreDescriptor {
         StoreDescriptor(name: name, summary: "wrong on purpose", isReferenceBroken: true) { Self(configuration: $0) }
     }
 }

@@ -6,7 +6,8 @@ import TokenServer
 
 /// Launching callers in waves, waiting for them under the watchdog, and recording what they got.
 extension RoundDriver {
-    typealias Body = @Sendable (any SessionStore, Int, Int) async throws(SessionError) -> AccessToken
+    /// What caller `caller` of `account` asks the store.
+    typealias Plan = @Sendable (_ account: Int, _ caller: Int) -> StoreCall
 
     /// Callers started together: caller `i` works on account `i % accounts`.
     struct Wave {
@@ -20,36 +21,26 @@ extension RoundDriver {
         var count: Int { callers.count }
     }
 
-    /// Starts the callers in `callers`, released together from one start line. `body` gets
-    /// the store, the account and the caller's index.
+    /// Starts the callers in `callers`, released together from one start line. `plan` says what
+    /// each one asks the store.
     func launch(
         _ callers: Range<Int>, kind: OperationKind, kindOf: (@Sendable (Int) -> OperationKind)? = nil, phase: String,
-        cancel: Set<Int> = [], body: @escaping Body
+        cancel: Set<Int> = [], on others: [any SessionStore]? = nil, plan: @escaping Plan
     ) -> Wave {
         let line = StartLine(count: callers.count)
         let latch = CompletionLatch<ObservedCall>(expected: callers.count)
-        let stores = self.stores
+        let stores = others ?? self.stores
         let subjects = self.subjects
-        let time = self.time
+        let clock = TokenClock.manual(time)
         let tasks = callers.map { caller in
             Task {
                 let account = caller % stores.count
                 await line.arriveAndWait()
                 latch.enter()
-                let startedAt = time.now
-                let t0 = TokenServer.realNanoseconds()
-                let result: Result<AccessToken, SessionError>
-                do throws(SessionError) { result = .success(try await body(stores[account], account, caller)) } catch {
-                    result = .failure(error)
-                }
-                let t1 = TokenServer.realNanoseconds()
-                latch.finish(
-                    ObservedCall(
-                        caller: caller, account: account, kind: kindOf?(caller) ?? kind, phase: phase,
-                        startedAt: startedAt,
-                        startedNanos: t0,
-                        endedNanos: t1, outcome: result.map { ObservedCall.issued($0, subjects: subjects) },
-                        wasCancelled: cancel.contains(caller)))
+                let (call, _) = await plan(account, caller).perform(
+                    on: stores[account], caller: caller, account: account, kind: kindOf?(caller) ?? kind,
+                    phase: phase, clock: clock, subjects: subjects, cancelled: cancel.contains(caller))
+                latch.finish(call)
             }
         }
         return Wave(latch: latch, tasks: tasks, callers: callers, kind: kind, phase: phase, cancel: cancel)
@@ -60,11 +51,11 @@ extension RoundDriver {
     /// and the callers have settled. `nil` (and a hang) when they could not start.
     mutating func heldWave(
         _ callers: Range<Int>, kind: OperationKind, kindOf: (@Sendable (Int) -> OperationKind)? = nil, phase: String,
-        cancel: Set<Int> = [], expectedRefreshes: Int? = nil, body: @escaping Body
+        cancel: Set<Int> = [], expectedRefreshes: Int? = nil, plan: @escaping Plan
     ) async -> Wave? {
         server.gate.hold()
         let arrivals = server.gate.arrivals
-        let wave = launch(callers, kind: kind, kindOf: kindOf, phase: phase, cancel: cancel, body: body)
+        let wave = launch(callers, kind: kind, kindOf: kindOf, phase: phase, cancel: cancel, plan: plan)
         guard await entered(wave) else { return nil }
         await refreshesReachGate(expectedRefreshes ?? stores.count, since: arrivals)
         await settle()

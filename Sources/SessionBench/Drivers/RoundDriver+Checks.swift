@@ -4,46 +4,39 @@ import TokenServer
 
 /// What every call of a round is checked against, and the checks of one storm or fence.
 extension RoundDriver {
-    /// Latency and counts of served calls, and the checks every call gets: fresh (I4),
-    /// monotonic across every caller of the account (I5), and the judge (I8–I13).
+    /// Latency and counts of served calls; the calls wait for the contract's judgement at the
+    /// end of the round (``judgeRound()``), when everything they could depend on has happened.
     mutating func record(_ calls: [ObservedCall]) {
-        scanLedger()
-        let judge = OutcomeJudge(
-            entries: server.ledger.entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration,
-            events: events)
-        watermark.add(calls)
+        unjudged += calls
         for call in calls {
-            if let finding = judge.judge(call) { oracle.report(finding) }
-            guard case .success(let issued) = call.outcome else {
+            switch call.answer {
+            case .error:
                 outcome.failedCalls += 1
-                continue
-            }
-            outcome.operations += 1
-            outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
-            observedGenerations.insert(issued.generation)
-            if issued.expiresAt <= call.startedAt {
-                oracle.report(
-                    .fresh,
-                    "\(call.phase): caller \(call.caller) got generation \(issued.generation), already expired when it asked",
-                    trace: [
-                        "the token expired at \(issued.expiresAt.nanoseconds)ns on the store's clock; the call started at \(call.startedAt.nanoseconds)ns"
-                    ]
-                        + (server.ledger.entries.first { $0.issuedGeneration == issued.generation }.map {
-                            ["issued by " + Oracle.describe($0)]
-                        } ?? []))
-            }
-            if let seen = watermark.highest(account: call.account, endedBefore: call.startedNanos),
-                issued.generation < seen.generation
-            {
-                oracle.report(
-                    .monotonic,
-                    "\(call.phase): caller \(call.caller) got generation \(issued.generation) after generation \(seen.generation) had been handed out",
-                    trace: [
-                        "\(seen.phase): caller \(seen.caller) got generation \(seen.generation) and returned before the later call started",
-                        "\(call.phase): caller \(call.caller) then got the older generation \(issued.generation)",
-                    ])
+            case .token(let issued):
+                outcome.operations += 1
+                outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
+                observedGenerations.insert(issued.generation)
+            case .none:
+                outcome.operations += 1
+                outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
             }
         }
+    }
+
+    /// Judges the calls recorded since the last judgement against the contract (``ContractJudge``):
+    /// at the end of each round, once its held refreshes have landed and been answered.
+    mutating func judgeRound() {
+        guard !unjudged.isEmpty else { return }
+        let oracle = self.oracle
+        let timeline = timeline()
+        contract.judge(unjudged, timeline: timeline) { oracle.report($0) }
+        coverage.add(unjudged, timeline: timeline, skew: contract.skew)
+        unjudged = []
+    }
+
+    /// The contract's model of the run so far.
+    func timeline() -> SessionTimeline {
+        SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
     }
 
     /// The refresh calls of `account` the server received since ledger position `start`.
@@ -97,8 +90,9 @@ extension RoundDriver {
         guard attempts.count == 1, let answered = attempts[0].respondedAt else { return }
         var tally: [ObservedCall.Shared: [ObservedCall]] = [:]
         // The waiters: callers still in the store when the refresh was answered.
-        for call in calls where !call.wasCancelled && call.startedNanos <= answered && call.endedNanos >= answered {
-            tally[ObservedCall.Shared(call.outcome), default: []].append(call)
+        for call in calls
+        where !call.wasCancelled && !call.isSyncRead && call.startedNanos <= answered && call.endedNanos >= answered {
+            tally[ObservedCall.Shared(call.answer), default: []].append(call)
         }
         guard tally.count > 1 else { return }
         oracle.report(
@@ -128,29 +122,17 @@ extension RoundDriver {
         }
     }
 
-    /// I6: a 401 for the token the store holds must bring a newer one, never the same again.
-    func checkRejectionRefreshed(_ calls: [ObservedCall], rejected: AccessToken) {
-        for call in calls {
-            guard let issued = call.token, issued.generation <= rejected.generation else { continue }
-            oracle.report(
-                .staleRejectionDoesNotRefresh,
-                "\(call.phase): a 401 for the current token (generation \(rejected.generation)) returned generation \(issued.generation): the request would fail again",
-                trace: ["caller \(call.caller) reported the 401; no newer token came back"])
-            return
-        }
-    }
-
     /// I8/I9: the waiters of a refresh that a sign-out or a user switch discarded get
     /// `signedOut` (or, after a switch, the new user's token) — never a token of the ended
     /// session. Any other error is left to the judge, which asks what caused it.
     func checkDiscardedWaiters(_ waiters: [ObservedCall], ended: Set<UInt64>, fence: Fence, round: Int) {
         for call in waiters where !call.wasCancelled {
-            switch call.outcome {
-            case .success(let issued):
-                let family = familyOfGeneration[issued.generation]
+            switch call.answer {
+            case .token(let issued):
+                let family = server.issuedTokens[issued.generation]?.family
                 if let family, ended.contains(family) {
                     oracle.report(
-                        fence == .userSwitch ? .noCrossUserLeak : .signOutFence,
+                        fence.switchesUser ? .noCrossUserLeak : .signOutFence,
                         "a waiter of the refresh discarded by the \(fence) got generation \(issued.generation) of the ended session (round \(round))",
                         trace: [
                             "round \(round): the refresh was held at the server while callers waited",
@@ -162,7 +144,7 @@ extension RoundDriver {
                             } ?? []))
                     return
                 }
-                if fence == .signOut || issued.subjectSlot != signedInSlot[call.account] {
+                if !fence.leavesSignedIn || issued.subjectSlot != signedInSlot[call.account] {
                     oracle.report(
                         .signOutFence,
                         "a waiter of the refresh discarded by the \(fence) got generation \(issued.generation), not 'signed out' (round \(round))",
@@ -172,7 +154,7 @@ extension RoundDriver {
                         ])
                     return
                 }
-            case .failure:
+            case .error, .none:
                 // An error is judged like any call's: 'signed out' overlapped the fence; others need a cause.
                 continue
             }

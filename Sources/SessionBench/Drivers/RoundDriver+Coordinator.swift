@@ -19,12 +19,14 @@ extension RoundDriver {
         }
         guard let result else { return false }
         let t1 = TokenServer.realNanoseconds()
-        scanLedger()
-        let family = server.ledger.entries.last { $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 }?.family
+        let family = server.ledger.entries.last {
+            $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
+        }?.family
         if let family { accountOfFamily[family] = account }
         events.append(
             SessionEvent(
-                account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1))
+                account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1,
+                error: result.failureValue, clockAt: time.now))
         try result.get()
         outcome.latencies.record(.signIn, nanoseconds: t1 - t0)
         outcome.operations += 1
@@ -41,7 +43,8 @@ extension RoundDriver {
         let t0 = TokenServer.realNanoseconds()
         guard await watched(.signOut, phase: "sign-out", { await store.signOut() }) != nil else { return false }
         let t1 = TokenServer.realNanoseconds()
-        events.append(SessionEvent(account: account, kind: .signOut, startedNanos: t0, returnedNanos: t1))
+        events.append(
+            SessionEvent(account: account, kind: .signOut, startedNanos: t0, returnedNanos: t1, clockAt: time.now))
         outcome.latencies.record(.signOut, nanoseconds: t1 - t0)
         outcome.operations += 1
         currentToken[account] = nil
@@ -51,25 +54,8 @@ extension RoundDriver {
     /// One `validToken()` of the coordinator's, judged like any caller's. `nil` if the store
     /// hung; otherwise the call (its outcome may be an error).
     mutating func readCurrentToken(_ account: Int, phase: String) async -> ObservedCall? {
-        let store = stores[account]
-        let subjects = self.subjects
-        let time = self.time
-        let observed = await watched(.read, phase: phase) { () async -> (ObservedCall, AccessToken?) in
-            let startedAt = time.now
-            let t0 = TokenServer.realNanoseconds()
-            let result: Result<AccessToken, SessionError>
-            do throws(SessionError) { result = .success(try await store.validToken()) } catch {
-                result = .failure(error)
-            }
-            let t1 = TokenServer.realNanoseconds()
-            let call = ObservedCall(
-                caller: -1, account: account, kind: .read, phase: phase, startedAt: startedAt, startedNanos: t0,
-                endedNanos: t1, outcome: result.map { ObservedCall.issued($0, subjects: subjects) }, wasCancelled: false
-            )
-            return (call, try? result.get())
-        }
-        guard let (call, token) = observed else { return nil }
-        record([call])
+        guard let (call, token) = await coordinatorCall(.validToken, account: account, kind: .read, phase: phase)
+        else { return nil }
         if let token {
             if token.generation != currentToken[account]?.generation { previousToken[account] = currentToken[account] }
             currentToken[account] = token
@@ -77,12 +63,42 @@ extension RoundDriver {
         return call
     }
 
+    /// The coordinator's own `currentToken()` of every account, for stores that offer it, judged
+    /// like any call: right after an event returns, from the same task. `false` if the store hung.
+    mutating func probeSynchronousRead(_ phase: String) async -> Bool {
+        guard stores.first is any SynchronousTokenReading else { return true }
+        for account in stores.indices {
+            guard await coordinatorCall(.currentToken, account: account, kind: .syncRead, phase: phase) != nil else {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// One call of the coordinator's, under the watchdog, judged like any caller's, with the token
+    /// it got. `nil` if the store hung.
+    mutating func coordinatorCall(_ request: StoreCall, account: Int, kind: OperationKind, phase: String) async
+        -> (call: ObservedCall, token: AccessToken?)?
+    {
+        let store = stores[account]
+        let subjects = self.subjects
+        let clock = TokenClock.manual(time)
+        guard
+            let observed = await watched(kind, phase: phase, { () async -> (ObservedCall, AccessToken?) in
+                await request.perform(
+                    on: store, caller: -1, account: account, kind: kind, phase: phase, clock: clock, subjects: subjects)
+            })
+        else { return nil }
+        record([observed.0])
+        return observed
+    }
+
     /// After a storm: note the new current token; sign back in where the session was lost.
     /// `false` if the store hung.
     mutating func recover(after calls: [ObservedCall]) async -> Bool {
         for account in stores.indices {
-            let outcomes = calls.filter { $0.account == account }.map(\.outcome)
-            let lost = outcomes.contains { $0.failureValue == .refreshTokenRevoked || $0.failureValue == .signedOut }
+            let errors = calls.filter { $0.account == account }.compactMap(\.error)
+            let lost = errors.contains { $0 == .refreshTokenRevoked || $0 == .signedOut }
             if lost {
                 do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
                     outcome.failure = "sign-in after a lost session failed: \(error)"
@@ -90,7 +106,7 @@ extension RoundDriver {
                 }
             } else {
                 guard let call = await readCurrentToken(account, phase: "read after the round") else { return false }
-                if case .failure(let error) = call.outcome, error == .refreshTokenRevoked || error == .signedOut {
+                if let error = call.error, error == .refreshTokenRevoked || error == .signedOut {
                     do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
                         outcome.failure = "sign-in after a lost session failed: \(error)"
                         return false
@@ -99,15 +115,6 @@ extension RoundDriver {
             }
         }
         return true
-    }
-
-    /// Learns which family every newly issued generation belongs to.
-    mutating func scanLedger() {
-        let entries = server.ledger.entries
-        for entry in entries.dropFirst(ledgerScanned) {
-            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
-        }
-        ledgerScanned = entries.count
     }
 
     /// Runs one call of the coordinator's own under the watchdog: a store that never

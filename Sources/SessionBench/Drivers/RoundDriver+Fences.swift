@@ -16,20 +16,24 @@ extension RoundDriver {
         let tasks = scenario.tasks
         let probes = max(stores.count, min(tasks, 8))
         let ended = endingFamilies()
-        let read: Body = { store, _, _ throws(SessionError) in try await store.validToken() }
+        let read: Plan = { _, _ in .validToken }
         guard
             let waiters = await heldWave(
                 0..<tasks, kind: .refreshWait, phase: "round \(round) waiters of the refresh the \(fence) discards",
-                body: read)
+                plan: read)
         else { return false }
         let fenceStarted = TokenServer.realNanoseconds()
         guard await endSessions(fence) else {
             server.gate.release()
             return false
         }
+        guard await probeSynchronousRead("round \(round) right after the \(fence) returned") else {
+            server.gate.release()
+            return false
+        }
         let early = launch(
             tasks..<(tasks + probes), kind: .read, phase: "round \(round) calls started after the \(fence) returned",
-            body: read)
+            plan: read)
         guard await entered(early) else { return false }
         server.gate.release()
         guard let parked = await collect([waiters], phase: "round \(round) after the \(fence)"),
@@ -43,7 +47,7 @@ extension RoundDriver {
             await pause(.microseconds(200))
         }
         let late = launch(
-            0..<probes, kind: .read, phase: "round \(round) calls after the discarded refresh landed", body: read)
+            0..<probes, kind: .read, phase: "round \(round) calls after the discarded refresh landed", plan: read)
         guard let last = await collect([late], phase: "round \(round) after the discarded refresh") else {
             return false
         }
@@ -65,7 +69,9 @@ extension RoundDriver {
         let latch = CompletionLatch<[ObservedCall]>(expected: readers)
         let stores = self.stores
         let subjects = self.subjects
-        let time = self.time
+        let clock = TokenClock.manual(time)
+        // Stores with a synchronous read are read both ways, in turn, by every reader.
+        let both = stores.first is any SynchronousTokenReading
         for reader in 0..<readers {
             Task {
                 let account = reader % stores.count
@@ -75,25 +81,17 @@ extension RoundDriver {
                 var afterFence = 0
                 for index in 0..<300 {
                     await Task.yield()
-                    let startedAt = time.now
-                    let t0 = TokenServer.realNanoseconds()
-                    let isAfter = t0 > marks.returned.load(ordering: .acquiring)
-                    let result: Result<AccessToken, SessionError>
-                    do throws(SessionError) { result = .success(try await stores[account].validToken()) } catch {
-                        result = .failure(error)
-                    }
-                    let t1 = TokenServer.realNanoseconds()
-                    calls.append(
-                        ObservedCall(
-                            caller: reader, account: account, kind: .read,
-                            phase:
-                                "round \(round) read \(isAfter ? "after the \(fence) returned" : "before or during the \(fence)")",
-                            startedAt: startedAt, startedNanos: t0, endedNanos: t1,
-                            outcome: result.map { ObservedCall.issued($0, subjects: subjects) }, wasCancelled: false))
+                    let isAfter = TokenServer.realNanoseconds() > marks.returned.load(ordering: .acquiring)
+                    let request: StoreCall = both && index % 2 == 1 ? .currentToken : .validToken
+                    let (call, _) = await request.perform(
+                        on: stores[account], caller: reader, account: account, kind: .read,
+                        phase: "round \(round) read \(isAfter ? "after the \(fence) returned" : "before or during the \(fence)")",
+                        clock: clock, subjects: subjects)
+                    calls.append(call)
                     if index == 0 { marks.readersReading.add(1, ordering: .releasing) }
                     if isAfter {
                         afterFence += 1
-                        if afterFence == 3 { break }
+                        if afterFence == (both ? 4 : 3) { break }
                     }
                 }
                 latch.finish(calls)
@@ -105,6 +103,7 @@ extension RoundDriver {
         }
         guard await endSessions(fence) else { return false }
         marks.returned.store(events.last?.returnedNanos ?? 0, ordering: .releasing)
+        guard await probeSynchronousRead("round \(round) right after the \(fence) returned") else { return false }
         // The coordinator's own read, right after the fence returned, in the same task.
         for account in stores.indices {
             guard await readCurrentToken(account, phase: "round \(round) read right after the \(fence) returned") != nil
@@ -141,42 +140,64 @@ extension RoundDriver {
             })
     }
 
-    /// Signs every account out, or in as its other user. `false` if the store hung or the
-    /// sign-in failed.
+    /// Ends every account's session as `fence` says. `false` if the store hung, or a sign-in
+    /// the server granted failed.
     mutating func endSessions(_ fence: Fence) async -> Bool {
         for account in stores.indices {
-            if fence == .userSwitch {
+            switch fence {
+            case .signOut:
+                guard await signOut(account) else { return false }
+            case .signOutTwice:
+                guard await signOut(account), await signOut(account) else { return false }
+            case .userSwitch, .signInAgain, .signOutAndBack:
+                if fence == .signOutAndBack { guard await signOut(account) else { return false } }
+                let slot = fence == .userSwitch ? 1 - signedInSlot[account] : signedInSlot[account]
                 do {
-                    guard try await signIn(account, slot: 1 - signedInSlot[account], fetchToken: false) else {
-                        return false
-                    }
+                    guard try await signIn(account, slot: slot, fetchToken: false) else { return false }
                 } catch {
                     outcome.failure = "sign-in of the next user failed: \(error)"
                     return false
                 }
-            } else {
-                guard await signOut(account) else { return false }
+            case .refusedSwitch:
+                guard await refusedSignIn(account, slot: 1 - signedInSlot[account]) else { return false }
             }
         }
         return true
     }
 
-    /// Back to a signed-in session with a known token.
+    /// A sign-in the server refuses: the store must end the session it had and throw
+    /// `signInFailed` (the judge reads what it threw). `false` if the store hung.
+    mutating func refusedSignIn(_ account: Int, slot: Int) async -> Bool {
+        server.scriptSignIns([.refused])
+        defer { server.scriptSignIns([]) }
+        do {
+            return try await signIn(account, slot: slot, fetchToken: false)
+        } catch {
+            return true
+        }
+    }
+
+    /// Back to a signed-in session with a known token; after a sign-out, in some rounds, through
+    /// a refused sign-in first.
     mutating func afterFence(_ fence: Fence, round: Int) async -> Bool {
         for account in stores.indices {
-            if fence == .userSwitch {
-                guard let call = await readCurrentToken(account, phase: "round \(round) read after the user switch")
+            if fence.leavesSignedIn {
+                guard let call = await readCurrentToken(account, phase: "round \(round) read after the \(fence)")
                 else {
                     return false
                 }
                 if call.error == nil { continue }
+            } else if round % 4 == 0 {
+                guard await refusedSignIn(account, slot: signedInSlot[account]),
+                    await readCurrentToken(account, phase: "round \(round) read after a refused sign-in") != nil
+                else { return false }
             }
             do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
                 outcome.failure = "sign-in after the \(fence) failed: \(error)"
                 return false
             }
         }
-        return true
+        return await probeSynchronousRead("round \(round) right after signing in again")
     }
 
 }
@@ -185,14 +206,32 @@ extension RoundDriver {
 enum Fence: CustomStringConvertible {
     /// The user signs out.
     case signOut
+    /// The user signs out, and at once again.
+    case signOutTwice
     /// Another user signs in on the same store.
     case userSwitch
+    /// The same user signs in again: a new session replaces the old one.
+    case signInAgain
+    /// The user signs out and at once signs in again.
+    case signOutAndBack
+    /// Another user tries to sign in and the server refuses: the session ends all the same.
+    case refusedSwitch
+
+    /// Whether a session is current once the fence returns.
+    var leavesSignedIn: Bool { self == .userSwitch || self == .signInAgain || self == .signOutAndBack }
+
+    /// Whether the fence's end is another user's session.
+    var switchesUser: Bool { self == .userSwitch || self == .refusedSwitch }
 
     /// As phases and findings name it.
     var description: String {
         switch self {
         case .signOut: "sign-out"
+        case .signOutTwice: "double sign-out"
         case .userSwitch: "user switch"
+        case .signInAgain: "same user's new sign-in"
+        case .signOutAndBack: "sign-out and sign-in again"
+        case .refusedSwitch: "refused switch"
         }
     }
 }

@@ -13,9 +13,9 @@ extension RoundDriver {
         let allocationsBefore = memory.begin()
         defer { _ = memory.end() }
         let before = memory.liveBytes()
-        let wave = launch(0..<scenario.tasks, kind: .read, phase: "caller footprint") { _, _, _ in
-            await lot.park()
-            return token
+        let parking = stores.map { _ in ParkedStore(lot: lot, token: token) }
+        let wave = launch(0..<scenario.tasks, kind: .read, phase: "caller footprint", on: parking) { _, _ in
+            .validToken
         }
         guard await entered(wave) else { return }
         let deadline = ContinuousClock.now + runner.hangTimeout
@@ -42,4 +42,25 @@ extension RoundDriver {
         guard callers > 0, now.count >= before.count else { return nil }
         return Double(now.count - before.count) / Double(callers)
     }
+}
+
+/// A store whose every call parks on a lot until released, then returns one token: the harness's
+/// own path for a waiting caller, with no store's work in it.
+private final class ParkedStore: SessionStore {
+    let lot: ParkingLot
+    let token: AccessToken
+
+    init(lot: ParkingLot, token: AccessToken) {
+        self.lot = lot
+        self.token = token
+    }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        await lot.park()
+        return token
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await validToken() }
+    func signIn(_ credentials: Credentials) async throws(SessionError) {}
+    func signOut() async {}
 }

@@ -21,45 +21,47 @@ extension RoundDriver {
         let bCount = min(tasks - aCount, tasks / 4)
         let probes = max(accounts, min(4, tasks))
         let rejected = currentToken
+        let older = previousToken
         let kind: OperationKind = rejecting ? .rejection : .refreshWait
         let kindOf: @Sendable (Int) -> OperationKind = { caller in racing && caller % 2 == 1 ? .refreshWait : kind }
-        let body: Body = { store, account, caller throws(SessionError) in
-            if rejecting, let token = rejected[account], !(racing && caller % 2 == 1) {
-                return try await store.tokenRejected(token)
-            }
-            return try await store.validToken()
+        let staleCallers = aCount..<(aCount + bCount)
+        let plan: Plan = { account, caller in
+            guard rejecting, !(racing && caller % 2 == 1), let token = rejected[account] else { return .validToken }
+            // A few callers in flight hold a token older still: their 401 joins the refresh.
+            if staleCallers.contains(caller), caller % 4 == 3, let stale = older[account] { return .tokenRejected(stale) }
+            return .tokenRejected(token)
         }
         let what = racing ? "expiry with 401s" : rejecting ? "401 storm" : "expiry"
+        guard await probeSynchronousRead("round \(round) \(what), before any caller asks") else { return false }
         guard
             let a = await heldWave(
                 0..<aCount, kind: kind, kindOf: kindOf, phase: "round \(round) \(what), wave A (before the refresh)",
-                body: body)
+                plan: plan)
         else { return false }
+        // The refresh is under way: the synchronous read has no token to give.
+        guard await probeSynchronousRead("round \(round) \(what), while the refresh is held") else { return false }
         let b = launch(
             aCount..<(aCount + bCount), kind: kind, kindOf: kindOf,
-            phase: "round \(round) \(what), wave B (while the refresh is in flight)", body: body)
+            phase: "round \(round) \(what), wave B (while the refresh is in flight)", plan: plan)
         guard await entered(b) else { return false }
         await settle()
         let released = TokenServer.realNanoseconds()
         server.gate.release()
         let c = launch(
             (aCount + bCount)..<tasks, kind: kind, kindOf: kindOf,
-            phase: "round \(round) \(what), wave C (as the refresh lands)", body: body)
+            phase: "round \(round) \(what), wave C (as the refresh lands)", plan: plan)
         guard let storm = await collect([a, b, c], phase: "round \(round)") else { return false }
         let d = launch(
             tasks..<(tasks + probes), kind: kind, kindOf: kindOf,
-            phase: "round \(round) \(what), wave D (after it landed)", body: body)
+            phase: "round \(round) \(what), wave D (after it landed)", plan: plan)
         guard let after = await collect([d], phase: "round \(round) wave D") else { return false }
         record(storm + after)
+        guard await probeSynchronousRead("round \(round) \(what), after it landed") else { return false }
         countStorm(storm, ledgerStart: ledgerStart)
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
             checkOneRefresh(attempts, round: round, what: what, released: released, staleAfterSuccess: rejecting)
             checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
-            if rejecting, let token = rejected[account] {
-                checkRejectionRefreshed(
-                    (storm + after).filter { $0.account == account && $0.kind == .rejection }, rejected: token)
-            }
         }
         return await recover(after: storm + after)
     }
@@ -76,9 +78,8 @@ extension RoundDriver {
         server.setContext("round \(round) stale 401s")
         let before = server.ledger.refreshCalls
         let probes = min(scenario.tasks, 8)
-        let wave = launch(0..<probes, kind: .rejection, phase: "round \(round) stale 401s") {
-            store, account, _ throws(SessionError) in
-            try await store.tokenRejected(stale[account]!)
+        let wave = launch(0..<probes, kind: .rejection, phase: "round \(round) stale 401s") { account, _ in
+            .tokenRejected(stale[account]!)
         }
         guard let calls = await collect([wave], phase: "round \(round) stale 401s") else { return false }
         record(calls)
@@ -93,7 +94,7 @@ extension RoundDriver {
                     + server.ledger.entries.suffix(after - before).prefix(3).map(Oracle.describe))
         }
         for call in calls {
-            if case .success(let issued) = call.outcome, let current = currentToken[call.account],
+            if let issued = call.token, let current = currentToken[call.account],
                 issued.generation != current.generation
             {
                 oracle.report(
@@ -116,12 +117,13 @@ extension RoundDriver {
         let ledgerStart = server.ledger.entries.count
         server.scriptRefreshes(fault.script)
         defer { server.scriptRefreshes([]) }
+        if fault == .revoked {
+            for account in stores.indices { server.revokeSessions(of: subjects[account][signedInSlot[account]]) }
+        }
         guard
             let wave = await heldWave(
                 0..<scenario.tasks, kind: .refreshWait, phase: "round \(round) storm (\(fault.rawValue))",
-                body: {
-                    store, _, _ throws(SessionError) in try await store.validToken()
-                })
+                plan: { _, _ in .validToken })
         else { return false }
         guard let storm = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart) else { return false }
         for account in stores.indices {
@@ -139,11 +141,42 @@ extension RoundDriver {
                         account, phase: "round \(round) follow-up \(index + 1) (\(fault.rawValue))")
                 else { return false }
                 followUps.append(call)
-                if case .success = call.outcome { break }
+                if call.token != nil { break }
                 if call.error == .refreshTokenRevoked || call.error == .signedOut { break }
             }
         }
+        if followUps.contains(where: { $0.error == .refreshTokenRevoked }) {
+            guard await afterRevocation(round: round, fault: fault) else { return false }
+        }
         return await recover(after: storm + followUps)
+    }
+
+    /// The session was refused: a 401 for its last token and the synchronous read must bring
+    /// nothing of it, and no server call; then, after an administrator's revocation, the other
+    /// user signs in instead (after a lost answer, the same user signs in again).
+    mutating func afterRevocation(round: Int, fault: RoundFault) async -> Bool {
+        for account in stores.indices {
+            if let token = currentToken[account] {
+                guard
+                    await coordinatorCall(
+                        .tokenRejected(token), account: account, kind: .rejection,
+                        phase: "round \(round) a 401 after the session was refused (\(fault.rawValue))") != nil
+                else { return false }
+            }
+        }
+        guard await probeSynchronousRead("round \(round) after the session was refused (\(fault.rawValue))") else {
+            return false
+        }
+        guard fault == .revoked else { return true }
+        for account in stores.indices {
+            do {
+                guard try await signIn(account, slot: 1 - signedInSlot[account]) else { return false }
+            } catch {
+                outcome.failure = "sign-in of the other user after a refused session failed: \(error)"
+                return false
+            }
+        }
+        return true
     }
 
     /// Callers wait on a held refresh while some are cancelled: the one whose call started
@@ -167,14 +200,14 @@ extension RoundDriver {
         case .othersOnly: cancel = chooseCancelled(1..<tasks, fraction: scenario.cancelFraction)
         case .everyone: cancel = Set(0..<tasks)
         }
-        let body: Body = { store, _, _ throws(SessionError) in try await store.validToken() }
+        let read: RoundDriver.Plan = { _, _ in .validToken }
         // The initiator first and alone, so which caller started the refresh is known.
         guard
             let initiator = await heldWave(
                 0..<1, kind: .refreshWait, phase: "round \(round) initiator", cancel: cancel, expectedRefreshes: 1,
-                body: body)
+                plan: read)
         else { return false }
-        let others = launch(1..<tasks, kind: .refreshWait, phase: "round \(round) waiters", cancel: cancel, body: body)
+        let others = launch(1..<tasks, kind: .refreshWait, phase: "round \(round) waiters", cancel: cancel, plan: read)
         guard await entered(others) else { return false }
         await settle()
         for caller in cancel {
@@ -212,9 +245,7 @@ extension RoundDriver {
         guard
             let wave = await heldWave(
                 0..<tasks, kind: .refreshWait, phase: "round \(round) storm",
-                body: {
-                    store, _, _ throws(SessionError) in try await store.validToken()
-                })
+                plan: { _, _ in .validToken })
         else { return false }
         if let liveBefore, let memory, let callerBytes = outcome.callerBytesPerWaiter {
             // Parked callers allocate nothing more: once live memory stops moving, every caller

@@ -23,16 +23,18 @@ struct RoundDriver {
     let subjects: [[Subject]]
     var signedInSlot: [Int]
     var outcome: DriverOutcome
-    /// The highest generation handed out over time, for the monotonic check.
-    var watermark = Watermark()
+    /// Judges every call against the contract's model of the run.
+    var contract: ContractJudge
+    /// Calls recorded and not judged yet.
+    var unjudged: [ObservedCall] = []
+    /// Which of the lifecycle's transitions the run drove.
+    var coverage = LifecycleCoverage()
     /// Sign-ins and sign-outs the harness made, by account.
     var events: [SessionEvent] = []
     var accountOfFamily: [UInt64: Int] = [:]
-    var familyOfGeneration: [UInt64: UInt64] = [:]
     var observedGenerations: Set<UInt64> = []
     var currentToken: [AccessToken?]
     var previousToken: [AccessToken?]
-    var ledgerScanned = 0
     var random: SeededRandom
     /// Flaky rounds: which fault each round gets, drawn once from the seed.
     let faultPlan: [RoundFault]
@@ -66,6 +68,7 @@ struct RoundDriver {
         link = ServerLink(server, runner: runner)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
+        contract = ContractJudge(skew: configuration.refreshSkew, paced: scenario.pace != nil)
         stores = (0..<scenario.accounts).map { _ in descriptor.make(configuration) }
         subjects = (0..<scenario.accounts).map { [Subject("account-\($0)-a"), Subject("account-\($0)-b")] }
         signedInSlot = Array(repeating: 0, count: scenario.accounts)
@@ -90,8 +93,15 @@ struct RoundDriver {
             return outcome
         }
         let start = ContinuousClock.now
+        var roundStarted: ContinuousClock.Instant?
         for round in 0..<scenario.rounds {
-            guard await play(round: round) else { break }
+            if let pace = scenario.pace, let roundStarted, roundStarted + pace > .now {
+                await pause(roundStarted + pace - .now)
+            }
+            roundStarted = .now
+            let played = await play(round: round)
+            judgeRound()
+            guard played else { break }
         }
         outcome.seconds = (ContinuousClock.now - start).secondsValue
         finish()
@@ -107,12 +117,16 @@ struct RoundDriver {
 
     /// Checks over the whole run: every refresh the server saw.
     mutating func finish() {
-        scanLedger()
+        judgeRound()
+        outcome.coverage = coverage
+        outcome.refusedByStoreLimit = contract.refusedByStoreLimit.count
         outcome.refreshCalls = server.ledger.refreshCalls
         link.measure(into: &outcome)
         link.close()
         let observed = observedGenerations
         oracle.auditLedger(server.ledger.entries) { observed.contains($0) }
+        let oracle = self.oracle
+        contract.judgeServerCalls(timeline()) { oracle.report($0) }
     }
 
     // MARK: One round
@@ -124,7 +138,9 @@ struct RoundDriver {
         case .steadyReads, .crashRestart, .sharedStorage, .replicas, .stepUp, .sessionStates:
             preconditionFailure("\(scenario.kind.rawValue) has a driver of its own")
         case .expiryStorm, .family:
-            time.advance(by: scenario.tokenLifetime)
+            // Odd rounds stop short of expiry, inside the refresh skew: the token is due, not
+            // expired, and must be refreshed all the same.
+            time.advance(by: round % 2 == 1 ? scenario.tokenLifetime - contract.skew / 2 : scenario.tokenLifetime)
             return await staggeredStorm(round: round, rejecting: false, racing: false)
         case .flakyServer:
             return await flakyRound(round: round, fault: faultPlan[round % max(faultPlan.count, 1)])
@@ -137,13 +153,19 @@ struct RoundDriver {
         case .rejectionStorm:
             return await rejectionRound(round: round)
         case .signOutRace:
-            return round % 2 == 0
-                ? await inFlightFenceRound(round: round, fence: .signOut)
-                : await cachedFenceRound(round: round, fence: .signOut)
+            switch round % 4 {
+            case 0: return await inFlightFenceRound(round: round, fence: .signOut)
+            case 1: return await cachedFenceRound(round: round, fence: .signOut)
+            case 2: return await inFlightFenceRound(round: round, fence: .signOutAndBack)
+            default: return await cachedFenceRound(round: round, fence: .signOutTwice)
+            }
         case .userSwitch:
-            return round % 2 == 0
-                ? await inFlightFenceRound(round: round, fence: .userSwitch)
-                : await cachedFenceRound(round: round, fence: .userSwitch)
+            switch round % 4 {
+            case 0: return await inFlightFenceRound(round: round, fence: .userSwitch)
+            case 1: return await cachedFenceRound(round: round, fence: .userSwitch)
+            case 2: return await inFlightFenceRound(round: round, fence: .signInAgain)
+            default: return await cachedFenceRound(round: round, fence: .refusedSwitch)
+            }
         }
     }
 }

@@ -14,11 +14,14 @@ enum RoundFault: String, Sendable, CaseIterable {
     case outage
     /// The storm's refresh fails, and so does the next call's.
     case backToBack
+    /// An administrator revoked the session before the storm: its refresh is refused
+    /// (`invalid_grant`), the session is over until the next sign-in.
+    case revoked
 
     /// Scripted answers: the storm's refresh first, then the follow-up calls'.
     var script: [FaultModel.Fault?] {
         switch self {
-        case .healthy: []
+        case .healthy, .revoked: []
         case .transient: [.transientFailure]
         case .timeout: [.timeout]
         case .lostResponse: [.lostResponse]
@@ -36,6 +39,7 @@ enum RoundFault: String, Sendable, CaseIterable {
             (.outage, faults.transientFailureRate > 0 ? max(1, rounds / 10) : 0),
             (.backToBack, faults.transientFailureRate > 0 ? max(1, rounds / 10) : 0),
             (.lostResponse, share(faults.lostResponseRate)),
+            (.revoked, faults.transientFailureRate > 0 ? max(1, rounds / 20) : 0),
         ]
         // One of each class first, then the rest of each share, then healthy rounds.
         var deck: [RoundFault] = []

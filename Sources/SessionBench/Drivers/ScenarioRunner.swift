@@ -45,6 +45,7 @@ public struct ScenarioRunner: Sendable {
     /// Runs `scenario` against a fresh instance of `store`.
     public func run(_ store: StoreDescriptor, _ scenario: Scenario) async -> ScenarioResult {
         var result = ScenarioResult(store: store.name, scenario: scenario, verdict: .pass)
+        result.offers = StoreOffers(store)
         do {
             try scenario.validate()
         } catch {

@@ -93,7 +93,7 @@ extension SteadyDriver {
                         ObservedCall(
                             caller: worker, account: 0, kind: .read, phase: "steady reads",
                             startedAt: TokenInstant(nanoseconds: 0),
-                            startedNanos: t0, endedNanos: TokenServer.realNanoseconds(), outcome: .failure(error),
+                            startedNanos: t0, endedNanos: TokenServer.realNanoseconds(), answer: .error(error),
                             wasCancelled: false))
                 }
                 /// One read timed from `start` (its own batch's clock read, or its intended start),

@@ -144,19 +144,11 @@ struct SteadyDriver {
 
     /// Every error of a steady run needs a cause in the ledger; the ledger is audited too.
     func judge(_ errors: [ObservedCall], server: TokenServer, events: [SessionEvent]) {
-        let entries = server.ledger.entries
-        var accountOfFamily: [UInt64: Int] = [:]
-        var familyOfGeneration: [UInt64: UInt64] = [:]
-        for entry in entries {
-            accountOfFamily[entry.family] = 0
-            if let generation = entry.issuedGeneration { familyOfGeneration[generation] = entry.family }
-        }
-        let judge = OutcomeJudge(
-            entries: entries, accountOfFamily: accountOfFamily, familyOfGeneration: familyOfGeneration, events: events)
-        for error in errors.sorted(by: { $0.startedNanos < $1.startedNanos }) {
-            if let finding = judge.judge(error) { oracle.report(finding) }
-        }
-        oracle.auditLedger(entries) { _ in true }
+        let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
+        var contract = ContractJudge(skew: .zero)
+        contract.judge(errors.sorted { $0.startedNanos < $1.startedNanos }, timeline: timeline) { oracle.report($0) }
+        contract.judgeServerCalls(timeline) { oracle.report($0) }
+        oracle.auditLedger(server.ledger.entries) { _ in true }
     }
 
 }

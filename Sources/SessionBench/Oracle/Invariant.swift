@@ -26,6 +26,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
     case observersSeeFinalState = 23
     case noSignedInAfterSignOut = 24
     case stateOrder = 25
+    case genuine = 26
+    case revocationFinal = 27
 
     public var name: String {
         switch self {
@@ -54,6 +56,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .observersSeeFinalState: "observers-see-final-state"
         case .noSignedInAfterSignOut: "no-signed-in-after-sign-out"
         case .stateOrder: "state-order"
+        case .genuine: "genuine"
+        case .revocationFinal: "revocation-final"
         }
     }
 
@@ -93,7 +97,7 @@ extension Scenario.Kind {
             switch self {
             case .steadyReads, .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .flakyServer,
                 .cancellationStorm, .family, .scaleStorm:
-                Array(1...13)
+                Array(1...13) + [26, 27]
             case .crashRestart: [1, 2, 3, 7, 14, 15, 16, 17]
             case .sharedStorage, .replicas: [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16]
             case .stepUp: [1, 3, 4, 7, 12, 18, 19, 20, 21, 22]

@@ -35,7 +35,7 @@ public final class Oracle: Sendable {
     }
 
     /// Records a judge's finding.
-    func report(_ finding: OutcomeJudge.Finding) {
+    func report(_ finding: ContractJudge.Finding) {
         report(finding.invariant, finding.summary, trace: finding.trace)
     }
 

@@ -1,6 +1,7 @@
 /// The highest generation handed out by calls that had returned by a given instant, per
-/// account, over the whole run. Only the points where that highest generation rises are kept
-/// (one per generation ever handed out, not one per call), so a run of any length stays cheap.
+/// session (server family), over the whole run. Only the points where that highest generation
+/// rises are kept (one per generation ever handed out, not one per call), so a run of any length
+/// stays cheap.
 struct Watermark {
     struct Point {
         let end: Int64
@@ -9,30 +10,31 @@ struct Watermark {
         let phase: String
     }
 
-    private var points: [Int: [Point]] = [:]
+    private var points: [UInt64: [Point]] = [:]
 
-    /// Adds calls, in any order relative to those added before.
-    mutating func add(_ calls: [ObservedCall]) {
-        var touched = Set<Int>()
-        for call in calls {
+    /// Adds calls that returned a token, each with its session, in any order relative to those
+    /// added before.
+    mutating func add(_ handouts: [(call: ObservedCall, family: UInt64)]) {
+        var touched = Set<UInt64>()
+        for (call, family) in handouts {
             guard let issued = call.token else { continue }
-            points[call.account, default: []].append(
+            points[family, default: []].append(
                 Point(end: call.endedNanos, generation: issued.generation, caller: call.caller, phase: call.phase))
-            touched.insert(call.account)
+            touched.insert(family)
         }
-        for account in touched {
+        for family in touched {
             var rising: [Point] = []
-            for point in points[account]!.sorted(by: { $0.end < $1.end })
+            for point in points[family]!.sorted(by: { $0.end < $1.end })
             where point.generation > (rising.last?.generation ?? 0) {
                 rising.append(point)
             }
-            points[account] = rising
+            points[family] = rising
         }
     }
 
-    /// The highest generation among the calls of `account` that returned before `instant`.
-    func highest(account: Int, endedBefore instant: Int64) -> Point? {
-        guard let list = points[account], !list.isEmpty else { return nil }
+    /// The highest generation of `family` among the calls that returned before `instant`.
+    func highest(family: UInt64, endedBefore instant: Int64) -> Point? {
+        guard let list = points[family], !list.isEmpty else { return nil }
         var low = 0
         var high = list.count
         while low < high {

@@ -101,6 +101,7 @@ extension ResultsReport {
             out += "\(transport)\n" + Format.aligned([Self.transportColumns] + view.transportRows()) + "\n"
         }
         out += problems(markdown: false)
+        out += view.coverage(markdown: false)
         out += (view.notes() + repeatNotes()).map { "note: \($0)\n" }.joined()
         if let comparison { out += "\n" + comparison.table() }
         return out
@@ -127,6 +128,7 @@ extension ResultsReport {
         }
         let problems = problems(markdown: true)
         if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
+        out += view.coverage(markdown: true)
         out += (view.notes() + repeatNotes()).map { "- \($0)\n" }.joined()
         if let comparison { out += "\n" + comparison.markdown() }
         return out

@@ -10,6 +10,8 @@ public enum InputRange {
     public static let rounds: ClosedRange<Int> = 1...100_000
     /// How long a steady scenario runs, in seconds: 1 ms to 1 hour.
     public static let durationSeconds: ClosedRange<Double> = 0.001...3_600
+    /// `--pace`: real time between two rounds that need a refresh.
+    public static let paceSeconds: ClosedRange<Double> = 0.001...600
     /// `stress --for`, in seconds: up to a week.
     public static let stressSeconds: ClosedRange<Double> = 0.000_000_001...604_800
     /// Open-loop arrival rate, calls per second across all callers.

@@ -77,6 +77,10 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var reuseGraceWindow: Duration
     /// `replicas`: how many replica processes share the session (`nil`: the default, 4).
     public var replicas: Int?
+    /// Round-based scenarios: at least this much real time between the starts of two rounds, for
+    /// a store whose own refresh policy runs on real time (a refresh rate limit) and cannot live
+    /// with the rounds' compressed time. `nil`: rounds follow one another at once.
+    public var pace: Duration?
 
     /// Replica processes of a `replicas` run when the scenario names none.
     public static let defaultReplicas = 4
@@ -147,6 +151,7 @@ public struct Scenario: Sendable, Hashable, Codable {
         if let readersPerWriter { fields["readers-per-writer"] = "\(readersPerWriter)" }
         if let storage { fields["storage"] = storage }
         if kind == .replicas { fields["replicas"] = "\(replicas ?? Self.defaultReplicas)" }
+        if let pace, isRoundBased { fields["pace"] = seconds(pace) }
         return fields
     }
 
@@ -192,6 +197,9 @@ public struct Scenario: Sendable, Hashable, Codable {
                 throw .invalid("\(name): crash-restart runs over a backend in a folder; \(backend.name) is a server's")
             }
         }
+        if let pace, !InputRange.paceSeconds.contains(pace.secondsValue) {
+            throw .invalid("\(name): pace must be between 1ms and 10m")
+        }
         if let replicas, !InputRange.replicas.contains(replicas) {
             throw .invalid("\(name): replicas must be \(InputRange.text(InputRange.replicas)) (got \(replicas))")
         }
@@ -229,7 +237,8 @@ public enum ScenarioCatalog {
         Scenario(name: "user-switch", kind: .userSwitch, tasks: 32, rounds: 30),
         Scenario(
             name: "flaky-server", kind: .flakyServer, tasks: 32, rounds: 40,
-            faults: FaultModel(transientFailureRate: 0.25, timeoutRate: 0.1, timeoutAfter: .milliseconds(2))),
+            faults: FaultModel(
+                transientFailureRate: 0.25, timeoutRate: 0.1, timeoutAfter: .milliseconds(2), lostResponseRate: 0.05)),
         Scenario(name: "cancellation-storm", kind: .cancellationStorm, tasks: 64, rounds: 30, cancelFraction: 0.5),
         Scenario(name: "family", kind: .family, tasks: 64, rounds: 30, accounts: 4),
         Scenario(name: "scale-storm", kind: .scaleStorm, tasks: 100_000, rounds: 1),

@@ -19,12 +19,15 @@ public struct ScenarioOverrides: Sendable, Hashable {
     public var rate: Double?
     /// Replica processes. `replicas` scenarios only: the others ignore it.
     public var replicas: Int?
+    /// Real time between rounds. Round-based scenarios only: steady ones ignore it.
+    public var pace: Duration?
 
     public init(
         tasks: Int? = nil, duration: Duration? = nil, rounds: Int? = nil, seed: UInt64? = nil, rate: Double? = nil,
-        replicas: Int? = nil
+        replicas: Int? = nil, pace: Duration? = nil
     ) {
         self.replicas = replicas
+        self.pace = pace
         self.tasks = tasks
         self.duration = duration
         self.rounds = rounds
@@ -45,6 +48,7 @@ public struct ScenarioOverrides: Sendable, Hashable {
         if let seed { scenario.seed = seed }
         if let rate, scenario.kind == .steadyReads { scenario.arrivalRate = rate }
         if let replicas, scenario.kind == .replicas { scenario.replicas = replicas }
+        if let pace, scenario.isRoundBased { scenario.pace = pace }
         return scenario
     }
 }

@@ -46,6 +46,16 @@ struct RunOptions: ParsableArguments {
         transform: ArgumentText.whole(InputRange.replicas))
     var replicas: Int?
 
+    @Option(
+        name: .long,
+        help: """
+            Real time between the rounds of round-based scenarios, 1ms to 10m, e.g. 6s: for a store whose own refresh \
+            rate limit runs on real time. Without it rounds follow at once, and the refreshes such a limit refuses are \
+            reported apart, not judged (default: none).
+            """,
+        transform: ArgumentText.duration(InputRange.paceSeconds, rangeText: "1ms and 10m"))
+    var pace: DurationArgument?
+
     @Flag(name: .long, help: "Include stores that are broken on purpose (they are expected to fail).")
     var includeBroken = false
 
@@ -85,7 +95,8 @@ struct RunOptions: ParsableArguments {
     /// What `--tasks`, `--duration`, `--rounds`, `--seed` and `--rate` change in each preset.
     var overrides: ScenarioOverrides {
         ScenarioOverrides(
-            tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate, replicas: replicas)
+            tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate, replicas: replicas,
+            pace: pace?.duration)
     }
 
     func validate() throws {

@@ -1,0 +1,448 @@
+import Foundation
+import SessionContract
+import TokenServer
+
+/// Judges every call against the contract's model (``SessionTimeline``): a call belongs to the
+/// session current when it started, and what it got — a token, an error, `nil` from the
+/// synchronous read — must be one of the outcomes that session's events allow.
+///
+/// A token must be one the server issued, whole (I26); of the caller's account (I9) and of a
+/// session not ended before the call started (I8, I9), nor refused by the server and said so to a
+/// caller before it (I27); unexpired when returned, and, if the store already held it when the
+/// call started, outside the refresh skew (I4); never older than a token of the same session
+/// handed out before the call started (I5); and after a 401, newer than the token refused (I6).
+/// `currentToken()` answers `nil` only when a session was not current, its token was due, or a
+/// refresh was possibly under way (I12), and never a token while a refresh of it spans the whole
+/// call (I4).
+///
+/// An error needs a cause in the call's own session, while the call was under way:
+/// - `refreshFailed`: a refresh of that session failed in a way that may pass and was answered
+///   while the call waited. None, but one failed earlier: the store replays an old failure (I10,
+///   sticky). None at all: the store gave up without asking the server (I12).
+/// - `refreshTokenRevoked`: the server refused that session's refresh token before the call
+///   returned; otherwise the store ended the session on its own (I13).
+/// - `signedOut`: no session was current when the call started, or a sign-in or sign-out ran
+///   while it waited, or the server had refused the session; otherwise I13.
+/// - `cancelled`: only for a caller the harness cancelled (I11).
+/// - anything else from a token request: I12.
+struct ContractJudge {
+    struct Finding {
+        let invariant: Invariant
+        let summary: String
+        let trace: [String]
+    }
+
+    /// How close to expiry a token the store already held may be when handed out.
+    let skew: Duration
+    /// Whether the run spaces its rounds in real time (`--pace`): then a refusal of the store's
+    /// own is judged like any other error.
+    let paced: Bool
+    /// Calls the store refused on its own, with no failed refresh behind them, right after it had
+    /// refreshed its session twice or more in the last ``limitWindow`` of real time: a refresh
+    /// rate limit on real time meeting the rounds' compressed time. Reported apart, not judged.
+    private(set) var refusedByStoreLimit: [ObservedCall] = []
+    /// How far back a store's recent refreshes count toward its own rate limit.
+    static let limitWindow: Int64 = 30_000_000_000
+    /// The highest generation of each session handed out, over time.
+    private var watermark = Watermark()
+    /// When a call of each session first returned `refreshTokenRevoked`: the store knew.
+    private(set) var revokedTold: [UInt64: Int64] = [:]
+
+    init(skew: Duration, paced: Bool = false) {
+        self.skew = skew
+        self.paced = paced
+    }
+
+    /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
+    mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
+        refusedByStoreLimit += calls.filter { isStoreLimitRefusal($0, timeline) }
+        watermark.add(calls.compactMap { call in
+            call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
+        })
+        for call in calls {
+            guard call.error == .refreshTokenRevoked else { continue }
+            for family in timeline.current(account: call.account, at: call.startedNanos).families
+            where timeline.sessions[family]?.refusedAt.map({ $0 <= call.endedNanos }) == true {
+                revokedTold[family] = min(revokedTold[family] ?? .max, call.endedNanos)
+            }
+        }
+        let facts = Facts(timeline: timeline)
+        for call in calls {
+            if let finding = judge(call, facts) { report(finding) }
+        }
+    }
+
+    /// The server calls no caller asked for: a sign-in the harness did not make (I13), and
+    /// refreshes of a session after its end (I8, I9) or after the store said the server refused
+    /// it (I27).
+    func judgeServerCalls(_ timeline: SessionTimeline, report: (Finding) -> Void) {
+        let signIns = timeline.events.values.flatMap { $0 }.filter(\.isSignIn)
+        for event in signIns.sorted(by: { $0.startedNanos < $1.startedNanos }) {
+            if let finding = judgeSignIn(event, timeline) { report(finding) }
+        }
+        if let own = timeline.entries.first(where: { entry in
+            entry.call == .signIn && entry.principal == nil
+                && !signIns.contains { entry.sentAt >= $0.startedNanos && entry.sentAt <= $0.returnedNanos }
+        }) {
+            report(
+                Finding(
+                    invariant: .sessionKept, summary: "the store signed in on its own: the user did not ask for a session",
+                    trace: ["no signIn() call was under way when the server got " + Oracle.describe(own)]))
+        }
+        for session in timeline.sessions.values.sorted(by: { $0.family < $1.family }) {
+            let refreshes = timeline.refreshes(of: session.family)
+            if let ended = session.ended {
+                // A refresh sent after the fence returned was decided after it, but for one the
+                // store may have decided before (its task was slow to send it): one presenting the
+                // token the session held at the fence.
+                let atFence = timeline.newestDelivered(family: session.family, by: ended.returnedNanos)
+                let late = refreshes.filter { $0.sentAt > ended.returnedNanos }
+                let excused = late.first { $0.presentedGeneration == atFence }?.index
+                if let first = late.first(where: { $0.index != excused }) {
+                    let switched = isSwitch(ended, from: session)
+                    report(
+                        Finding(
+                            invariant: switched ? .noCrossUserLeak : .signOutFence,
+                            summary:
+                                "\(late.count) refresh call(s) of a session after \(switched ? "another user's sign-in" : ended.isSignIn ? "a new sign-in" : "its sign-out") returned: something kept the ended session alive",
+                            trace: [
+                                "family \(session.family) ended when the \(ended.isSignIn ? "sign-in" : "sign-out") returned at +\(relative(ended.returnedNanos, timeline))",
+                                "then: " + Oracle.describe(first),
+                            ]))
+                }
+            }
+            if let told = revokedTold[session.family], let late = refreshes.first(where: { $0.sentAt > told }) {
+                report(
+                    Finding(
+                        invariant: .revocationFinal,
+                        summary:
+                            "a refresh of a session after the store had told a caller the server refused it: the session is over until the next sign-in",
+                        trace: [
+                            "a call returned 'refresh token revoked' at +\(relative(told, timeline))",
+                            "then: " + Oracle.describe(late),
+                        ]))
+            }
+        }
+    }
+
+    /// What a `signIn` returned, against what the server answered it: success for a grant,
+    /// `signInFailed` for a refusal, `signedOut` only when another sign-in or sign-out overtook it.
+    private func judgeSignIn(_ event: SessionEvent, _ timeline: SessionTimeline) -> Finding? {
+        let asked = timeline.entries.filter {
+            $0.call == .signIn && $0.principal == nil && $0.sentAt >= event.startedNanos && $0.sentAt <= event.returnedNanos
+        }
+        let granted = asked.contains { $0.issuedGeneration != nil }
+        let refused = asked.contains { $0.issuedGeneration == nil }
+        let overtaken = timeline.events(of: event.account).contains {
+            $0.startedNanos > event.startedNanos && $0.startedNanos < event.returnedNanos
+        }
+        let trace = asked.prefix(3).map { "the server got " + Oracle.describe($0) }
+        switch event.error {
+        case nil:
+            guard !granted, refused else { return nil }
+            return Finding(
+                invariant: .served, summary: "a sign-in the server refused returned as if it had succeeded",
+                trace: trace)
+        case .signInFailed?:
+            guard granted, !refused, !overtaken else { return nil }
+            return Finding(
+                invariant: .served, summary: "a sign-in failed with 'sign-in failed' though the server granted a session",
+                trace: trace)
+        case .signedOut? where overtaken:
+            return nil
+        case let error?:
+            return Finding(
+                invariant: .served,
+                summary: "a sign-in threw '\(error)'; the contract's answers are success, 'sign-in failed' for a refusal, or 'signed out' when overtaken",
+                trace: trace)
+        }
+    }
+
+    // MARK: One call
+
+    private struct Facts {
+        let timeline: SessionTimeline
+    }
+
+    private func judge(_ call: ObservedCall, _ facts: Facts) -> Finding? {
+        let timeline = facts.timeline
+        let who = "\(call.phase): caller \(call.caller)"
+        switch call.answer {
+        case .token(let token):
+            return judgeToken(token, call: call, who: who, timeline)
+        case .none:
+            return judgeNil(call, who: who, timeline)
+        case .error(let error):
+            // A cancelled caller may get any error: its wait, or its own request, was cut short.
+            if call.wasCancelled { return nil }
+            return judgeError(error, call: call, who: who, timeline)
+        }
+    }
+
+    private func judgeToken(
+        _ token: ObservedCall.Issued, call: ObservedCall, who: String, _ timeline: SessionTimeline
+    ) -> Finding? {
+        let what = call.isSyncRead ? "currentToken()" : "the call"
+        // I26: one the server issued, whole.
+        guard let record = timeline.issued[token.generation] else {
+            return Finding(
+                invariant: .genuine, summary: "\(who) got a token of generation \(token.generation), which the server never issued",
+                trace: ["the server issued generations up to \(timeline.issued.keys.max() ?? 0)"])
+        }
+        let session = timeline.sessions[record.family]
+        // A store may count a token as expiring sooner than it does; later misleads its callers.
+        if record.fingerprint != token.fingerprint || record.expiresAt < token.expiresAt
+            || (session.map { token.account != $0.account || token.subjectSlot != $0.slot } ?? false)
+        {
+            var differences: [String] = []
+            if record.fingerprint != token.fingerprint { differences.append("its value is not generation \(token.generation)'s") }
+            if record.expiresAt < token.expiresAt {
+                differences.append(
+                    "it claims to expire at \(token.expiresAt.nanoseconds)ns; the server issued it to expire at \(record.expiresAt.nanoseconds)ns")
+            }
+            if let session, token.account != session.account || token.subjectSlot != session.slot {
+                differences.append("it names another user than the one generation \(token.generation) was issued to")
+            }
+            return Finding(
+                invariant: .genuine,
+                summary: "\(who) got a token that is not the one the server issued as generation \(token.generation)",
+                trace: differences + issuance(of: token.generation, timeline))
+        }
+        // I9: the caller's own account.
+        guard let session, session.account == call.account else {
+            return Finding(
+                invariant: .noCrossUserLeak, summary: "\(who) of account \(call.account) got another account's token",
+                trace: [
+                    "the caller asked account \(call.account)'s store; generation \(token.generation) belongs to "
+                        + (session.map { "account \($0.account)" } ?? "no account of this run")
+                ] + issuance(of: token.generation, timeline))
+        }
+        // I8, I9: a session not ended before the call started.
+        if let ended = session.ended, call.startedNanos > ended.returnedNanos {
+            let switched = isSwitch(ended, from: session)
+            let how = ended.isSignIn ? (switched ? "another user's sign-in" : "a new sign-in") : "the sign-out"
+            return Finding(
+                invariant: switched ? .noCrossUserLeak : .signOutFence,
+                summary: "\(who) started after \(how) returned and got generation \(token.generation) of the ended session",
+                trace: [
+                    "family \(session.family) ended: \(how) returned at +\(relative(ended.returnedNanos, timeline))",
+                    "\(what) started at +\(relative(call.startedNanos, timeline)) and returned generation \(token.generation) (family \(session.family))",
+                ] + issuance(of: token.generation, timeline))
+        }
+        // I27: a session the store had said the server refused.
+        if let told = revokedTold[session.family], call.startedNanos > told {
+            return Finding(
+                invariant: .revocationFinal,
+                summary:
+                    "\(who) got generation \(token.generation) of a session the store had already said the server refused",
+                trace: [
+                    "a call of family \(session.family) returned 'refresh token revoked' at +\(relative(told, timeline))",
+                    "\(what) started at +\(relative(call.startedNanos, timeline)) and returned generation \(token.generation)",
+                ] + (session.refusedAt.map { at in
+                    timeline.refreshes(of: session.family).first { $0.respondedAt == at }.map {
+                        ["refused by " + Oracle.describe($0)]
+                    } ?? []
+                } ?? []))
+        }
+        // I4: unexpired when returned; a token held before the call, outside the skew.
+        let delivered = timeline.deliveredAt[token.generation] ?? .max
+        let heldBefore = delivered < call.startedNanos
+        if record.expiresAt <= call.endedAt || (heldBefore && record.expiresAt <= call.startedAt + skew) {
+            let expired = record.expiresAt <= call.startedAt
+            return Finding(
+                invariant: .fresh,
+                summary: expired
+                    ? "\(who) got generation \(token.generation), already expired when it asked"
+                    : record.expiresAt <= call.endedAt
+                        ? "\(who) got generation \(token.generation), expired when returned"
+                        : "\(who) got generation \(token.generation), due for refresh: within the refresh skew of expiry",
+                trace: [
+                    "the token expires at \(record.expiresAt.nanoseconds)ns on the store's clock; \(what) ran from \(call.startedAt.nanoseconds)ns to \(call.endedAt.nanoseconds)ns; refresh skew \(skew.secondsValue.formatted()) s"
+                ] + issuance(of: token.generation, timeline))
+        }
+        // I5: never older than a token of the same session already handed out.
+        if let seen = watermark.highest(family: session.family, endedBefore: call.startedNanos),
+            token.generation < seen.generation
+        {
+            return Finding(
+                invariant: .monotonic,
+                summary:
+                    "\(who) got generation \(token.generation) after generation \(seen.generation) of the same session had been handed out",
+                trace: [
+                    "\(seen.phase): caller \(seen.caller) got generation \(seen.generation) and returned before the later call started",
+                    "\(call.phase): caller \(call.caller) then got the older generation \(token.generation)",
+                ])
+        }
+        // I6: a 401 brings a newer token than the one refused.
+        if case .tokenRejected(let rejected) = call.request, timeline.issued[rejected]?.family == session.family,
+            token.generation <= rejected
+        {
+            return Finding(
+                invariant: .staleRejectionDoesNotRefresh,
+                summary:
+                    "\(who) reported a 401 for generation \(rejected) and got generation \(token.generation) back: the request would fail again",
+                trace: ["no newer token came back for the refused one"] + issuance(of: token.generation, timeline))
+        }
+        // I4: the synchronous read promises no token while the token is being replaced.
+        if call.isSyncRead, let refresh = timeline.refreshSpans(family: session.family, call.startedNanos, call.endedNanos),
+            (refresh.presentedGeneration ?? 0) >= token.generation
+        {
+            return Finding(
+                invariant: .fresh,
+                summary: "\(who): currentToken() returned generation \(token.generation) while a refresh of it was under way",
+                trace: [
+                    "a refresh of family \(session.family) was in flight for the whole call: " + Oracle.describe(refresh)
+                ])
+        }
+        return nil
+    }
+
+    /// `currentToken()` answered `nil`: only when no session was surely current, its token was
+    /// due, or a refresh was possibly under way (or the store was still taking in the newest grant).
+    private func judgeNil(_ call: ObservedCall, who: String, _ timeline: SessionTimeline) -> Finding? {
+        let atStart = timeline.current(account: call.account, at: call.startedNanos)
+        let atEnd = timeline.current(account: call.account, at: call.endedNanos)
+        guard !atStart.noneAllowed, !atEnd.noneAllowed, atStart.families.count == 1,
+            atEnd.families == atStart.families, let family = atStart.families.first,
+            let session = timeline.sessions[family],
+            timeline.eventOverlaps(account: call.account, call.startedNanos, call.endedNanos) == nil,
+            (session.refusedAt ?? .max) > call.endedNanos,
+            timeline.refreshOverlaps(family: family, call.startedNanos, call.endedNanos) == nil,
+            let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
+            let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
+            // The store had taken the newest grant in: a caller had been handed it.
+            let handed = watermark.highest(family: family, endedBefore: call.startedNanos),
+            handed.generation >= newest
+        else { return nil }
+        return Finding(
+            invariant: .served,
+            summary: "\(who): currentToken() answered nil with a fresh token and no refresh under way",
+            trace: [
+                "generation \(newest) (family \(family)) was current and handed out before the call; it expires at \(record.expiresAt.nanoseconds)ns, the call ran at \(call.startedAt.nanoseconds)ns",
+                "no sign-in, sign-out or refresh of the session was under way during the call",
+            ])
+    }
+
+    private func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
+        -> Finding?
+    {
+        let current = timeline.current(account: call.account, at: call.startedNanos)
+        let overlapping = timeline.eventOverlaps(account: call.account, call.startedNanos, call.endedNanos)
+        // The sessions the call may have served: the one current when it started, and any a
+        // sign-in under way during the call started.
+        var families = current.families
+        for event in timeline.events(of: call.account) where event.overlaps(call.startedNanos, call.endedNanos) {
+            if let family = event.family, !families.contains(family) { families.append(family) }
+        }
+        let refreshes = families.flatMap { timeline.refreshes(of: $0) }.sorted { $0.sentAt < $1.sentAt }
+        switch error {
+        case .cancelled:
+            return Finding(
+                invariant: .cancellationIsolated, summary: "\(who) was not cancelled but got 'cancelled'",
+                trace: ["the harness cancelled other callers waiting on the same refresh, not this one"]
+                    + attemptsTrace(refreshes, during: call, timeline))
+        case .refreshFailed:
+            let during = refreshes.filter { $0.isPassingFailure && answered($0, within: call) }
+            if let cancelled = during.first(where: { $0.outcome == .dropped || $0.lostByClient }),
+                !during.contains(where: { $0.outcome != .dropped && !$0.lostByClient })
+            {
+                return Finding(
+                    invariant: .cancellationIsolated,
+                    summary: "\(who) got 'refresh failed': the refresh it waited on was cancelled with another caller",
+                    trace: ["the server saw the refresh's connection dropped: " + Oracle.describe(cancelled)])
+            }
+            if !during.isEmpty || isStoreLimitRefusal(call, timeline) { return nil }
+            let earlier = refreshes.filter { $0.isPassingFailure && ($0.respondedAt ?? .max) < call.startedNanos }
+            if let last = earlier.last {
+                return Finding(
+                    invariant: .failureSharedNotSticky,
+                    summary:
+                        "\(who) got 'refresh failed' though no refresh of its session failed while it waited: an earlier failure was replayed",
+                    trace: ["the last failed refresh, answered before the call started: " + Oracle.describe(last)]
+                        + attemptsTrace(refreshes, during: call, timeline))
+            }
+            return Finding(
+                invariant: .served,
+                summary: "\(who) got 'refresh failed' with no failed refresh of its session behind it: the store gave up",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        case .refreshTokenRevoked:
+            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) {
+                return nil
+            }
+            // A refresh token the server never knew cannot be traced to a session: it counts for
+            // the account's sessions under way then.
+            if !families.isEmpty,
+                timeline.entries.contains(where: {
+                    $0.call == .refresh && $0.outcome == .unknownToken && ($0.respondedAt ?? .max) <= call.endedNanos
+                        && $0.sentAt >= (families.compactMap { timeline.sessions[$0]?.began.startedNanos }.min() ?? .max)
+                })
+            {
+                return nil
+            }
+            return Finding(
+                invariant: .sessionKept,
+                summary: families.isEmpty
+                    ? "\(who) got 'refresh token revoked' with no session signed in: 'signed out' is the answer then"
+                    : "\(who) got 'refresh token revoked' though the server never refused its session's refresh token",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        case .signedOut:
+            if current.noneAllowed || overlapping != nil { return nil }
+            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) { return nil }
+            return Finding(
+                invariant: .sessionKept,
+                summary:
+                    "\(who) got 'signed out' while the session was signed in (no sign-out, no sign-in, no refusal from the server)",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        default:
+            return Finding(
+                invariant: .served, summary: "\(who) got '\(error)' from a token request",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        }
+    }
+
+    // MARK: Helpers
+
+    /// A `refreshFailed` with no failed refresh of its session answered during the call, from a
+    /// store whose last refresh of that session succeeded and that had refreshed it at least twice
+    /// in the real time just before: its own rate limit, not a store giving up, nor one replaying a
+    /// failure (its last refresh failed). A paced run excuses nothing.
+    private func isStoreLimitRefusal(_ call: ObservedCall, _ timeline: SessionTimeline) -> Bool {
+        guard !paced, call.error == .refreshFailed, !call.wasCancelled else { return false }
+        let families = timeline.current(account: call.account, at: call.startedNanos).families
+        let refreshes = families.flatMap { timeline.refreshes(of: $0) }
+        guard !refreshes.contains(where: { $0.isPassingFailure && answered($0, within: call) }) else { return false }
+        let before = refreshes.filter { $0.sentAt <= call.startedNanos }
+        guard let last = before.max(by: { $0.sentAt < $1.sentAt }), last.deliveredGrant else { return false }
+        return before.count { $0.sentAt >= call.startedNanos - Self.limitWindow && $0.deliveredGrant } >= 2
+    }
+
+    private func isSwitch(_ ended: SessionEvent, from session: SessionTimeline.Session) -> Bool {
+        if case .signIn(let slot, _) = ended.kind { return slot != session.slot }
+        return false
+    }
+
+    private func answered(_ entry: LedgerEntry, within call: ObservedCall) -> Bool {
+        guard let responded = entry.respondedAt else { return false }
+        return responded >= call.startedNanos && responded <= call.endedNanos
+    }
+
+    private func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
+        String(format: "%.3fms", Double(nanos - (timeline.entries.first?.sentAt ?? 0)) / 1e6)
+    }
+
+    private func issuance(of generation: UInt64, _ timeline: SessionTimeline) -> [String] {
+        timeline.entries.first { $0.issuedGeneration == generation }.map { ["issued by " + Oracle.describe($0)] } ?? []
+    }
+
+    private func attemptsTrace(_ refreshes: [LedgerEntry], during call: ObservedCall, _ timeline: SessionTimeline)
+        -> [String]
+    {
+        let window = refreshes.filter {
+            ($0.respondedAt ?? .max) >= call.startedNanos - 1_000_000_000 && $0.sentAt <= call.endedNanos
+        }
+        let head =
+            "the call ran from +\(relative(call.startedNanos, timeline)) to +\(relative(call.endedNanos, timeline))"
+        if window.isEmpty { return [head, "no refresh of its session reached the server around it"] }
+        return [head] + window.suffix(3).map { "around it: " + Oracle.describe($0) }
+    }
+}

@@ -1,0 +1,95 @@
+import SessionContract
+
+/// What a store declares it offers beyond the base contract, as results carry it: each offer is a
+/// set of promises that can be judged only for a store that makes them.
+public struct StoreOffers: OptionSet, Sendable, Codable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let synchronousRead = StoreOffers(rawValue: 1)
+    public static let persistence = StoreOffers(rawValue: 2)
+    public static let sharedStorage = StoreOffers(rawValue: 4)
+    public static let stepUp = StoreOffers(rawValue: 8)
+    public static let stateStream = StoreOffers(rawValue: 16)
+
+    public init(_ store: StoreDescriptor) {
+        var offers: StoreOffers = []
+        if store.offersSynchronousRead { offers.insert(.synchronousRead) }
+        if store.persistsSession { offers.insert(.persistence) }
+        if store.sharesStorage { offers.insert(.sharedStorage) }
+        if store.offersStepUp { offers.insert(.stepUp) }
+        if store.offersStateStream { offers.insert(.stateStream) }
+        self = offers
+    }
+}
+
+/// Per store: which lifecycle transitions the run drove, and which promises it could not judge
+/// and why.
+extension ResultsReport {
+    struct CoverageLine {
+        let store: String
+        let driven: Int
+        let of: Int
+        let missing: [LifecycleCoverage.Transition]
+        let notJudged: [String]
+    }
+
+    func coverageLines() -> [CoverageLine] {
+        results.map(\.store).firstSeen().compactMap { store in
+            let runs = results.filter { $0.store == store }
+            var coverage = LifecycleCoverage()
+            var any = false
+            for run in runs {
+                guard let other = run.coverage else { continue }
+                coverage.merge(other)
+                any = true
+            }
+            guard any else { return nil }
+            let offers = runs.compactMap(\.offers).first ?? []
+            let expected = LifecycleCoverage.expected.filter {
+                $0.event != .currentToken || offers.contains(.synchronousRead)
+            }
+            let missing = expected.filter { !coverage.seen.contains($0) }
+            let ran = Set(runs.map(\.kind))
+            var notJudged: [String] = []
+            func promise(_ offer: StoreOffers, _ what: String, _ kinds: [Scenario.Kind], _ scenario: String) {
+                if !offers.contains(offer) {
+                    notJudged.append("\(what): not offered")
+                } else if !kinds.contains(where: ran.contains) {
+                    notJudged.append("\(what): offered, not run here (--scenario \(scenario))")
+                }
+            }
+            if !offers.contains(.synchronousRead) { notJudged.append("currentToken(): no synchronous read") }
+            let refused = runs.reduce(0) { $0 + $1.refusedByStoreLimit }
+            if refused > 0 {
+                notJudged.append(
+                    "\(refused) call(s) the store refused on its own right after refreshing twice or more in 30 s of real "
+                        + "time: a refresh rate limit on real time, tripped by the rounds' compressed time (--pace 6s spaces them)")
+            }
+            promise(.persistence, "persistence I14–I17", [.crashRestart], "crash-restart")
+            promise(.sharedStorage, "shared storage", [.sharedStorage, .replicas], "shared-storage")
+            promise(.stepUp, "step-up I18–I22", [.stepUp], "step-up")
+            promise(.stateStream, "state stream I23–I25", [.sessionStates], "session-states")
+            return CoverageLine(
+                store: store, driven: expected.count - missing.count, of: expected.count, missing: missing,
+                notJudged: notJudged)
+        }
+    }
+
+    /// The coverage block of the terminal table and Markdown.
+    func coverage(markdown: Bool) -> String {
+        let lines = coverageLines()
+        guard !lines.isEmpty else { return "" }
+        var out = markdown ? "### Coverage\n\n" : "coverage (lifecycle transitions the scenarios drove; promises not judged):\n"
+        for line in lines {
+            var text = "\(line.store): \(line.driven) of \(line.of) transitions"
+            if !line.missing.isEmpty {
+                text += "; not driven: " + line.missing.prefix(4).map(\.description).joined(separator: ", ")
+                    + (line.missing.count > 4 ? ", and \(line.missing.count - 4) more" : "")
+            }
+            if !line.notJudged.isEmpty { text += "; not judged: " + line.notJudged.joined(separator: "; ") }
+            out += (markdown ? "- " : "  ") + text + "\n"
+        }
+        return out + (markdown ? "\n" : "")
+    }
+}

@@ -1,0 +1,170 @@
+import SessionContract
+import SessionStores
+import Testing
+import TokenServer
+
+@testable import SessionBench
+
+/// The contract's judge on histories written out by hand: a real server's ledger, the harness's
+/// events and calls with chosen outcomes, so each rule is shown on exactly the facts it reads.
+@Suite("The contract's judge, on histories written by hand")
+struct ContractJudgeTests {
+    /// A server, a clock, and two users of account 0; records what the tests make happen.
+    struct History {
+        let time = ManualTime()
+        let server: TokenServer
+        let subjects = [[Subject("user-a"), Subject("user-b")]]
+        var events: [SessionEvent] = []
+
+        init(lifetime: Duration = .seconds(300)) {
+            server = TokenServer(configuration: .init(tokenLifetime: lifetime), clock: .manual(time))
+        }
+
+        /// Signs user `slot` in at the server, as the harness's sign-in would.
+        mutating func signIn(_ slot: Int) async throws -> TokenGrant {
+            let started = TokenServer.realNanoseconds()
+            let grant = try await server.signIn(Credentials(subject: subjects[0][slot]))
+            let family = server.issuedTokens[grant.accessToken.generation]!.family
+            events.append(
+                SessionEvent(
+                    account: 0, kind: .signIn(slot: slot, family: family), startedNanos: started,
+                    returnedNanos: TokenServer.realNanoseconds(), clockAt: time.now))
+            return grant
+        }
+
+        mutating func signOut() {
+            let started = TokenServer.realNanoseconds()
+            events.append(
+                SessionEvent(
+                    account: 0, kind: .signOut, startedNanos: started, returnedNanos: TokenServer.realNanoseconds(),
+                    clockAt: time.now))
+        }
+
+        /// A call that ran from now until `answer` is recorded, getting `answer`.
+        func call(_ answer: ObservedCall.Answer, request: CallRequest = .validToken, caller: Int = 1) -> ObservedCall {
+            let started = TokenServer.realNanoseconds()
+            return ObservedCall(
+                caller: caller, account: 0, kind: .read, request: request, phase: "test", startedAt: time.now,
+                startedNanos: started, endedNanos: TokenServer.realNanoseconds() + 1, answer: answer,
+                wasCancelled: false)
+        }
+
+        func token(_ token: AccessToken) -> ObservedCall.Answer { .token(ObservedCall.issued(token, subjects: subjects)) }
+
+        func judge(_ calls: [ObservedCall], skew: Duration = .seconds(1)) -> [Invariant] {
+            var judge = ContractJudge(skew: skew)
+            var found: [Invariant] = []
+            let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
+            judge.judge(calls, timeline: timeline) { found.append($0.invariant) }
+            judge.judgeServerCalls(timeline) { found.append($0.invariant) }
+            return found
+        }
+    }
+
+    @Test("monotonic order is per session: after a user switch, the new user's lower generation is no regression")
+    func monotonicPerSession() async throws {
+        var history = History()
+        let a = try await history.signIn(0)
+        let b = try await history.signIn(1)
+        // User A's refresh lands after the switch, with a higher generation than B's token.
+        let late = try await history.server.refresh(a.refreshToken)
+        #expect(late.accessToken.generation > b.accessToken.generation)
+        let leaked = history.call(history.token(late.accessToken))
+        let afterwards = history.call(history.token(b.accessToken), caller: 2)
+        let found = history.judge([leaked, afterwards])
+        #expect(found.contains(.noCrossUserLeak), "A's token after B's sign-in returned is a leak: \(found)")
+        #expect(!found.contains(.monotonic), "B's token is B's session's newest: \(found)")
+    }
+
+    @Test("a token the server never issued, or issued otherwise, is not genuine")
+    func genuine() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        let real = grant.accessToken
+        let torn = AccessToken(
+            value: String(repeating: "x", count: real.value.utf8.count), subject: real.subject,
+            generation: real.generation, expiresAt: real.expiresAt)
+        let extended = AccessToken(
+            value: real.value, subject: real.subject, generation: real.generation, expiresAt: real.expiresAt + .seconds(60))
+        let earlier = AccessToken(
+            value: real.value, subject: real.subject, generation: real.generation, expiresAt: real.expiresAt - .seconds(60))
+        #expect(history.judge([history.call(history.token(real))]).isEmpty)
+        #expect(history.judge([history.call(history.token(torn))]) == [.genuine])
+        #expect(history.judge([history.call(history.token(extended))]) == [.genuine])
+        // A store may treat a token as expiring sooner than it does: that misleads no one.
+        #expect(history.judge([history.call(history.token(earlier))]).isEmpty)
+    }
+
+    @Test("a token within the refresh skew is fresh only if the store got it during the call")
+    func skew() async throws {
+        var history = History(lifetime: .seconds(10))
+        let grant = try await history.signIn(0)
+        history.time.advance(by: .milliseconds(9_500))
+        #expect(history.judge([history.call(history.token(grant.accessToken))]) == [.fresh])
+        #expect(history.judge([history.call(history.token(grant.accessToken))], skew: .milliseconds(100)).isEmpty)
+    }
+
+    @Test("currentToken() answers nil only with a reason: none while the session is quiet and its token fresh")
+    func synchronousNil() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        let handed = history.call(history.token(grant.accessToken))
+        // Nothing handed out yet: the store may still be taking the grant in.
+        #expect(history.judge([history.call(.none, request: .currentToken)]).isEmpty)
+        #expect(history.judge([handed, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
+        history.signOut()
+        #expect(history.judge([handed, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
+    }
+
+    @Test("errors are judged by the call's own session: an old refusal does not excuse the next session's")
+    func errorsPerSession() async throws {
+        var history = History()
+        let first = try await history.signIn(0)
+        history.server.revokeSessions(of: history.subjects[0][0])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(first.refreshToken) }
+        let told = history.call(.error(.refreshTokenRevoked))
+        #expect(history.judge([told]).isEmpty)
+        _ = try await history.signIn(0)
+        let sticky = history.call(.error(.refreshTokenRevoked), caller: 2)
+        #expect(history.judge([told, sticky]) == [.sessionKept])
+    }
+
+    @Test("once a caller was told the session was refused, none gets its token, and it is not refreshed")
+    func revocationFinal() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        let rejected = try await history.server.refresh(grant.refreshToken)
+        history.server.revokeSessions(of: history.subjects[0][0])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(rejected.refreshToken) }
+        let told = history.call(.error(.refreshTokenRevoked))
+        let zombie = history.call(history.token(rejected.accessToken), caller: 2)
+        #expect(history.judge([told, zombie]) == [.revocationFinal])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(rejected.refreshToken) }
+        #expect(history.judge([told]) == [.revocationFinal])
+    }
+
+    @Test("a sign-in no signIn() asked for is the store's own")
+    func ownSignIn() async throws {
+        var history = History()
+        _ = try await history.signIn(0)
+        _ = try await history.server.signIn(Credentials(subject: history.subjects[0][0]))
+        #expect(history.judge([]) == [.sessionKept])
+    }
+
+    @Test("a refusal right after two refreshes is the store's own rate limit unless the run is paced")
+    func storeLimit() async throws {
+        var history = History()
+        var grant = try await history.signIn(0)
+        for _ in 0..<2 { grant = try await history.server.refresh(grant.refreshToken) }
+        let refused = history.call(.error(.refreshFailed))
+        let timeline = SessionTimeline(
+            events: history.events, entries: history.server.ledger.entries, issued: history.server.issuedTokens)
+        var compressed = ContractJudge(skew: .seconds(1))
+        var found: [Invariant] = []
+        compressed.judge([refused], timeline: timeline) { found.append($0.invariant) }
+        #expect(found.isEmpty && compressed.refusedByStoreLimit.count == 1)
+        var paced = ContractJudge(skew: .seconds(1), paced: true)
+        paced.judge([refused], timeline: timeline) { found.append($0.invariant) }
+        #expect(found == [.served])
+    }
+}

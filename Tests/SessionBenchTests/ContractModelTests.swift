@@ -1,0 +1,77 @@
+import SessionBench
+import SessionContract
+import SessionStores
+import Testing
+
+/// The promises only the contract's model judges: a store that breaks each, run through the
+/// default scenarios as `compare` runs them, is caught with the right id; a correct store
+/// written its own way passes.
+@Suite(
+    "The contract's model catches what a list of checks missed", .timeLimit(.minutes(10)), .inProcessTurn,
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
+struct ContractModelTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let store: StoreDescriptor
+        let expected: Invariant
+        var testDescription: String { "\(store.name) → \(expected)" }
+    }
+
+    static let cases: [Case] = [
+        Case(store: SplitCacheStore.descriptor("split-cache"), expected: .genuine),
+        Case(store: IgnoresSkewStore.descriptor("ignores-skew"), expected: .fresh),
+        Case(store: ForgetsRevocationStore.descriptor("forgets-revocation"), expected: .revocationFinal),
+        Case(store: SilentReloginStore.descriptor("silent-relogin"), expected: .sessionKept),
+        Case(store: UncancelledKeepAliveStore.descriptor("uncancelled-keep-alive"), expected: .signOutFence),
+        Case(store: HeaderCacheStore.descriptor("header-cache"), expected: .signOutFence),
+        Case(store: SyncNeverReadyStore.descriptor("sync-never-ready"), expected: .served),
+        Case(store: SyncLastSeenStore.descriptor("sync-last-seen"), expected: .fresh),
+        Case(store: StickyRevocationStore.descriptor("sticky-revocation"), expected: .sessionKept),
+        Case(store: KeepsSessionOnRefusalStore.descriptor("keeps-session-on-refusal"), expected: .noCrossUserLeak),
+        Case(store: SwallowsSignInErrorStore.descriptor("swallows-sign-in-error"), expected: .served),
+    ]
+
+    static func runDefaults(_ store: StoreDescriptor) async -> [ScenarioResult] {
+        let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
+        var results: [ScenarioResult] = []
+        for scenario in ScenarioCatalog.defaults where scenario.applies(to: store) && !scenario.needsStorage {
+            let result = await runner.run(store, scenario)
+            results.append(result)
+            if result.verdict == .hung { break }
+        }
+        return results
+    }
+
+    @Test(arguments: cases)
+    func caught(_ testCase: Case) async throws {
+        let results = await Self.runDefaults(testCase.store)
+        let summary = results.map { "\($0.scenario): \(ResultsReport.verdictText($0))" }.joined(separator: "; ")
+        let shown = results.flatMap(\.violations).filter { $0.invariant == testCase.expected }
+        #expect(!shown.isEmpty, "\(summary)")
+        #expect(shown.contains { !$0.trace.isEmpty }, "a trace points at the mistake: \(shown)")
+        #expect(!results.contains { $0.verdict == .hung || $0.verdict == .error }, "\(summary)")
+    }
+
+    @Test("a correct store written its own way passes every default scenario")
+    func control() async throws {
+        let results = await Self.runDefaults(SessionBoxStore.descriptor("session-box"))
+        for result in results {
+            #expect(result.verdict == .pass, "\(result.scenario): \(result.violations) \(result.failure ?? "")")
+        }
+        #expect(results.count >= 7)
+    }
+
+    @Test("the default scenarios drive every transition of the lifecycle, for every correct store")
+    func coverage() async throws {
+        for store in StoreCatalog.correct {
+            let results = await Self.runDefaults(store)
+            var coverage = LifecycleCoverage()
+            for result in results { if let other = result.coverage { coverage.merge(other) } }
+            let expected = LifecycleCoverage.expected.filter {
+                $0.event != .currentToken || store.offersSynchronousRead
+            }
+            let missing = expected.filter { !coverage.seen.contains($0) }
+            #expect(missing.isEmpty, "\(store.name) never met: \(missing)")
+            #expect(coverage.parkedAcrossFence && coverage.readRightAfterFence, "\(store.name)")
+        }
+    }
+}
