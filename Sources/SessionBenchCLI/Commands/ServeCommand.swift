@@ -187,9 +187,17 @@ struct Serve: AsyncParsableCommand {
             outputs.append((target, try render(format)))
         }
         if !targets.contains(where: { $0.target.kind == .standardOutput }) {
-            outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(targets.isEmpty ? format : .table)))
+            outputs.append((OutputWriter.standardOutput, try render(targets.isEmpty ? format : .table)))
         }
-        try OutputWriter.write(outputs)
+        do {
+            try OutputWriter.write(outputs)
+        } catch {
+            // A serve session cannot be run again: the one line that says no output was written
+            // still carries the verdicts' summary (counts only, never a token).
+            let failed = verdicts.checks.filter { !$0.passed }.map(\.name)
+            throw UsageError(
+                error.description + "; verdict: " + (verdicts.passed ? "PASS" : "FAIL (\(failed.joined(separator: ", ")))"))
+        }
     }
 }
 
