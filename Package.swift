@@ -88,7 +88,7 @@ let package = Package(
         .target(
             name: "SessionBenchCLI",
             dependencies: [
-                "SessionBench", "SessionContract", "SessionStores", "SessionStorage", "TokenServer",
+                "SessionBench", "SessionContract", "SessionStores", "SessionStorage", "SessionSync", "TokenServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: imports

@@ -31,6 +31,8 @@ struct Execution {
     /// result carries its pass in `repeatIndex`.
     func run(stores: [StoreDescriptor], scenarios: [Scenario], repeats: Int = 1) async -> [ScenarioResult] {
         let plan = stores.map { ($0, Self.scenarios(scenarios, for: $0)) }.filter { !$0.1.isEmpty }
+        // Sessions a killed run left on disk go before this run makes its own.
+        if scenarios.contains(where: \.needsStorage) { StorageRoots.sweep() }
         if !quiet, let note = Self.storageNote(stores: stores, scenarios: scenarios) { Log.progress(note) }
         let progress = ProgressLines(total: plan.map(\.1.count).reduce(0, +) * repeats, quiet: quiet)
         var results: [ScenarioResult] = []
@@ -92,6 +94,15 @@ struct Execution {
         }
         // In process, this process is the measuring one: it counts with the chosen counter.
         setenv(AllocationCounter.counterVariable, setup.counter.rawValue, 1)
+        // Its storage folders go under a root it owns, removed at the end or by a signal.
+        let storageRoot = scenarios.contains(where: \.needsStorage) ? StorageRoots.make() : nil
+        if let storageRoot { setenv(StorageFolders.rootVariable, storageRoot, 1) }
+        defer {
+            if let storageRoot {
+                unsetenv(StorageFolders.rootVariable)
+                StorageRoots.retire(storageRoot)
+            }
+        }
         var results: [ScenarioResult] = []
         for scenario in scenarios {
             let result = await runner.run(store, scenario)

@@ -108,18 +108,25 @@ public final class OAuthHTTPServer: Sendable {
     /// Starts listening on `host`:`port` (0 picks a free port); returns the port.
     public func start(host: String = "127.0.0.1", port: Int = 0) async throws -> Int {
         guard LoopbackHTTP.isLoopback(host) else { throw StartError.notLoopback(host) }
+        // The clock's timer descriptor is made on its first use: made now, not when the
+        // connections have taken every descriptor (libdispatch traps when it cannot make one).
+        try? await Task.sleep(for: .milliseconds(1))
         let (ports, portSink) = AsyncStream<Int>.makeStream()
         let failure = Mutex<String?>(nil)
         let application = Application(
             router: makeRouter(),
             server: .http1(
                 configuration: .init(
+                    additionalChannelHandlers: [HangUpWatch()],
                     idleTimeout: .nanoseconds(limits.idleTimeout.nanosecondsClamped),
                     httpDecoderConfiguration: .init(
                         maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))),
             configuration: .init(
                 address: .hostname(host == "localhost" ? "127.0.0.1" : host, port: port), serverName: "session-bench",
-                backlog: limits.backlog),
+                backlog: limits.backlog,
+                // Short of descriptors, connections wait in the kernel's queue rather than take
+                // the last ones the process needs for itself.
+                availableConnectionsDelegate: .maximum(Self.connectionLimit(), logger: Self.silent)),
             onServerRunning: { channel in
                 portSink.yield(channel.localAddress?.port ?? 0)
                 portSink.finish()
@@ -150,8 +157,28 @@ public final class OAuthHTTPServer: Sendable {
 
     static let silent = Logger(label: "session-bench.serve", factory: { _ in SwiftLogNoOpLogHandler() })
 
+    /// Descriptors kept for the process itself (event loops, timers, files it writes, the
+    /// measuring processes' pipes) whatever its clients do.
+    static let reservedDescriptors = 64
+
+    /// How many connections may be open at once: the open-file limit (raised to its hard limit
+    /// first) less the descriptors the process keeps for itself.
+    static func connectionLimit() -> Int {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        let usable = Int(min(limit.rlim_cur, 1 << 20))
+        return max(8, usable - reservedDescriptors)
+    }
+
     /// Stops listening and closes every connection once its request is answered; returns when
-    /// the server has stopped, or after `within` (a request still held open is left to finish).
+    /// the server has stopped, or after `within`, whichever comes first. A request still held
+    /// then (a latency of minutes, a timeout fault of an hour) is left to finish or to end with
+    /// the process: it never holds the stop.
     public func stop(within: Duration = .seconds(5)) async {
         let (task, group) = state.withLock(visibleTo: self) { state in
             defer {
@@ -162,33 +189,31 @@ public final class OAuthHTTPServer: Sendable {
         }
         guard let task, let group else { return }
         await group.triggerGracefulShutdown()
-        await withTaskGroup(of: Void.self) { waiting in
-            waiting.addTask { await task.value }
-            waiting.addTask { try? await Task.sleep(for: within) }
-            await waiting.next()
-            waiting.cancelAll()
-        }
+        await firstToFinish([{ await task.value }, { try? await Task.sleep(for: within) }])
     }
 
     // MARK: Routes
 
-    private func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router()
+    private func makeRouter() -> Router<ServeRequestContext> {
+        let router = Router(context: ServeRequestContext.self)
+        router.add(middleware: LoopbackGuard { [weak self] in self?.port })
         let routes = TokenRoutes(limits: limits)
         // A server registered by the transport, under /s/ID/.
-        @Sendable func scoped(_ context: BasicRequestContext) -> TokenServer? { registered(context.parameters.get("id")) }
+        @Sendable func scoped(_ context: ServeRequestContext) -> TokenServer? { registered(context.parameters.get("id")) }
         router.post("s/:id/oauth/token") { request, context in
             guard let server = scoped(context) else { return TokenRoutes.unknownServer() }
-            return await routes.token(request, server: server)
+            return await routes.token(request, server: server, watch: await context.hangUpWatch)
         }
         router.get("s/:id/resource") { request, context in
             guard let server = scoped(context) else { return TokenRoutes.unknownServer() }
             return routes.resource(request, server: server)
         }
         guard let root else { return router }
-        router.post("oauth/token") { request, _ in await routes.token(request, server: root) }
+        router.post("oauth/token") { request, context in
+            await routes.token(request, server: root, watch: await context.hangUpWatch)
+        }
         // Some clients name the token endpoint /token; both reach the same one.
-        router.post("token") { request, _ in await routes.token(request, server: root) }
+        router.post("token") { request, context in await routes.token(request, server: root, watch: await context.hangUpWatch) }
         // The protected resource, also at /mcp, where an MCP client sends its requests.
         for path in ["resource", "mcp"] {
             router.get(RouterPath(stringLiteral: path)) { request, _ in routes.resource(request, server: root) }

@@ -14,7 +14,7 @@ extension TokenRoutes {
     func resource(_ request: Request, server: TokenServer) -> Response {
         // Where a client finds the authorization server (RFC 9728 §5.1).
         let metadata = Self.base(of: request) + "/.well-known/oauth-protected-resource" + request.uri.path
-        let realm = #"Bearer realm="session-bench", resource_metadata=""# + metadata + #"""#
+        let realm = #"Bearer realm="session-bench", resource_metadata="# + Self.quoted(metadata)
         guard let header = request.headers[.authorization] else {
             return Response(status: .unauthorized, headers: [.wwwAuthenticate: realm])
         }
@@ -38,6 +38,17 @@ extension TokenRoutes {
                 status: .unauthorized,
                 headers: [.wwwAuthenticate: realm + #", error="invalid_token", error_description=""# + why + #"""#])
         }
+    }
+
+    /// `text` as an HTTP quoted-string (RFC 9110 §5.6.4): `"` and `\\` escaped, control
+    /// characters dropped, so no value can close the quotes and add a parameter of its own.
+    static func quoted(_ text: String) -> String {
+        var quoted = "\""
+        for scalar in text.unicodeScalars where scalar.value >= 0x20 && scalar.value != 0x7F {
+            if scalar == "\"" || scalar == "\\" { quoted.append("\\") }
+            quoted.unicodeScalars.append(scalar)
+        }
+        return quoted + "\""
     }
 
     // MARK: Metadata (RFC 8414, RFC 9728)

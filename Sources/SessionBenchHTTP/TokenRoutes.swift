@@ -20,10 +20,11 @@ struct TokenRoutes: Sendable {
 
     // MARK: Token endpoint (RFC 6749 §3.2, §5, §6)
 
-    /// A token request. Its body is read, and the grant decided, in a task that is cancelled if
-    /// the client hangs up: the server then sees a dropped connection, as the in-process
-    /// server sees a cancelled call (`dropped` before it acted, `responseLost` after).
-    func token(_ request: Request, server: TokenServer) async -> Response {
+    /// A token request. Its body is read, then the grant decided in a task cancelled if the
+    /// client hangs up (`watch`): the server then sees a dropped connection, as the in-process
+    /// server sees a cancelled call (`dropped` before it acted, `responseLost` after). The
+    /// connection stays open: a request pipelined behind this one is answered next.
+    func token(_ request: Request, server: TokenServer, watch: HangUpWatch?) async -> Response {
         let started = TokenServer.realNanoseconds()
         let harness = request.headers[Self.harness] == "1"
         let type = request.headers[.contentType]?.lowercased() ?? ""
@@ -32,42 +33,39 @@ struct TokenRoutes: Sendable {
                 .badRequest, "invalid_request", "the token endpoint takes application/x-www-form-urlencoded")
         }
         let authorization = request.headers[.authorization]
-        do {
-            var response = try await request.body.consumeWithCancellationOnInboundClose { body in
-                let buffer: ByteBuffer
-                switch await collect(body) {
-                case .success(let collected): buffer = collected
-                case .failure(.tooLarge):
-                    return Self.error(
-                        .contentTooLarge, "invalid_request", "the body is over \(limits.bodyLimit) bytes")
-                case .failure(.tooSlow):
-                    return Self.error(
-                        .requestTimeout, "invalid_request",
-                        "the body did not arrive within \(limits.bodyTimeout.secondsValue.formatted()) s")
-                case .failure(.broken):
-                    return Self.error(.badRequest, "invalid_request", "the body could not be read")
-                }
-                switch OAuthWire.decodeForm(String(buffer: buffer)) {
-                case .failure(.malformed):
-                    return Self.error(.badRequest, "invalid_request", "the form body is not valid percent-encoding")
-                case .failure(.repeated):
-                    // Names and values are never echoed: a client that put a token in the wrong
-                    // place would get it back in an answer it may log.
-                    return Self.error(.badRequest, "invalid_request", "a parameter was given more than once")
-                case .success(let form):
-                    return await grant(form, authorization: authorization, server: server, harness: harness)
-                }
-            }
-            let elapsed = Double(TokenServer.realNanoseconds() - started) / 1e6
-            response.headers[Self.serverTiming] = "app;dur=\(String(format: "%.3f", elapsed))"
-            // The connection ends with this answer (the hang-up watch above read past it): a
-            // client must not send its next request on it, or that request goes unanswered.
-            response.headers[.connection] = "close"
-            return response
-        } catch {
+        let buffer: ByteBuffer
+        switch await collect(request.body) {
+        case .success(let collected): buffer = collected
+        case .failure(.tooLarge):
+            return Self.error(.contentTooLarge, "invalid_request", "the body is over \(limits.bodyLimit) bytes")
+        case .failure(.tooSlow):
+            return Self.error(
+                .requestTimeout, "invalid_request",
+                "the body did not arrive within \(limits.bodyTimeout.secondsValue.formatted()) s")
+        case .failure(.broken):
+            return Self.error(.badRequest, "invalid_request", "the body could not be read")
+        }
+        let form: [String: String]
+        switch OAuthWire.decodeForm(String(buffer: buffer)) {
+        case .failure(.malformed):
+            return Self.error(.badRequest, "invalid_request", "the form body is not valid percent-encoding")
+        case .failure(.repeated):
+            // Names and values are never echoed: a client that put a token in the wrong
+            // place would get it back in an answer it may log.
+            return Self.error(.badRequest, "invalid_request", "a parameter was given more than once")
+        case .success(let decoded): form = decoded
+        }
+        let decided = Task { await grant(form, authorization: authorization, server: server, harness: harness) }
+        watch?.onHangUp { decided.cancel() }
+        var response = await withTaskCancellationHandler { await decided.value } onCancel: { decided.cancel() }
+        watch?.clear()
+        if decided.isCancelled {
             // The client hung up; no one reads the answer.
             return Response(status: .init(code: 499, reasonPhrase: "Client Closed Request"))
         }
+        let elapsed = Double(TokenServer.realNanoseconds() - started) / 1e6
+        response.headers[Self.serverTiming] = "app;dur=\(String(format: "%.3f", elapsed))"
+        return response
     }
 
     enum BodyProblem: Error {

@@ -23,6 +23,15 @@ import Synchronization
 /// Generations come from one counter for the whole server, so they are strictly increasing
 /// within a family and never repeat across families.
 public final class TokenServer: StepUpEndpoint {
+    /// Where token values come from.
+    public enum TokenBytes: Sendable {
+        /// The seed's generator: the same seed issues the same tokens (the harness replays runs).
+        case seeded
+        /// The system's CSPRNG: a server other processes can reach must issue tokens no one can
+        /// guess from its options.
+        case system
+    }
+
     public struct Configuration: Sendable {
         /// How long an access token lives.
         public var tokenLifetime: Duration
@@ -32,16 +41,19 @@ public final class TokenServer: StepUpEndpoint {
         public var reuseGraceWindow: Duration
         public var latency: LatencyModel
         public var faults: FaultModel
-        /// Seeds latency and fault draws and token bytes.
+        /// Seeds latency and fault draws, and token bytes when ``tokenBytes`` is `.seeded`.
         public var seed: UInt64
+        /// Where token bytes come from.
+        public var tokenBytes: TokenBytes
         /// How long an elevated token lives (shorter than an access token, as step-up grants are).
         public var stepUpLifetime: Duration
 
         public init(
             tokenLifetime: Duration = .seconds(3600), tokenSize: Int = 900, reuseGraceWindow: Duration = .zero,
             latency: LatencyModel = .none, faults: FaultModel = .none, seed: UInt64 = 1,
-            stepUpLifetime: Duration = .seconds(300)
+            stepUpLifetime: Duration = .seconds(300), tokenBytes: TokenBytes = .seeded
         ) {
+            self.tokenBytes = tokenBytes
             self.stepUpLifetime = stepUpLifetime
             self.tokenLifetime = tokenLifetime
             self.tokenSize = max(tokenSize, 16)
@@ -304,19 +316,26 @@ public final class TokenServer: StepUpEndpoint {
         let generation = state.generation
         let subject = state.families[family]!.subject
         state.familyOfGeneration[generation] = family
+        var system = SystemRandomNumberGenerator()
+        func opaque(_ prefix: String, _ size: Int) -> String {
+            switch configuration.tokenBytes {
+            case .seeded: Self.opaqueValue(prefix: prefix, size: size, using: &state.random)
+            case .system: Self.opaqueValue(prefix: prefix, size: size, using: &system)
+            }
+        }
         let access = AccessToken(
-            value: Self.opaqueValue(prefix: "eyJ", size: configuration.tokenSize, using: &state.random),
+            value: opaque("eyJ", configuration.tokenSize),
             subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)
         state.issued[generation] = IssuedToken(
             family: family, subject: subject, expiresAt: access.expiresAt, fingerprint: access.fingerprint)
         if state.keepsAccessTokens { state.accessTokens[access.value] = access }
-        let refreshValue = Self.opaqueValue(prefix: "rt.", size: 48, using: &state.random)
+        let refreshValue = opaque("rt.", 48)
         state.refreshTokens[refreshValue] = IssuedRefreshToken(family: family, generation: generation)
         return TokenGrant(accessToken: access, refreshToken: RefreshToken(refreshValue))
     }
 
     /// `size` bytes of base64url text after `prefix`: unguessable, unique, JWT-shaped.
-    static func opaqueValue(prefix: String, size: Int, using random: inout SeededRandom) -> String {
+    static func opaqueValue(prefix: String, size: Int, using random: inout some RandomNumberGenerator) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         let head = Array(prefix.utf8)
         return String(unsafeUninitializedCapacity: size) { buffer in

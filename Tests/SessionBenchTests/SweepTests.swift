@@ -83,7 +83,7 @@ struct SweepTests {
     }
 
     @Test(arguments: [
-        (["--parameter", "tasks", "--values", "1,x"], "'x' is not a decimal number"),
+        (["--parameter", "tasks", "--values", "1,x"], "'x' is not a whole number"),
         (["--parameter", "speed", "--values", "1"], "speed"),
         (["--parameter", "rate", "--values", "100", "--scenario", "expiry-storm"], "rate applies to steady-reads only"),
         (["--parameter", "tasks", "--values", "1", "--baseline", "nosuch"], "unknown store 'nosuch'"),

@@ -27,14 +27,18 @@ enum ToolProcess {
     }
 
     /// Starts the executable (or `launcher` followed by it, e.g. `prlimit --fsize=…`) with
-    /// output to files in a new temporary directory; returns its pid and that directory.
-    static func spawn(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws -> (pid: pid_t, directory: URL) {
+    /// output to files in a new temporary directory (standard output to `stdout` instead, if
+    /// given: `/dev/full`); returns its pid and that directory.
+    static func spawn(
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil
+    ) throws -> (pid: pid_t, directory: URL) {
         let directory = try temporaryDirectory()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, directory.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(
+            &actions, 1, stdout ?? directory.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, directory.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let words = launcher + [executable.path] + arguments
         let argv = words.map { strdup($0) } + [nil]
@@ -54,10 +58,11 @@ enum ToolProcess {
     /// it past `timeout`. Not
     /// Foundation's `Process`: under ThreadSanitizer it can miss a child's exit and wait forever.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], timeout: Double = 120
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil,
+        timeout: Double = 120
     ) async throws -> Run {
         let started = Date()
-        let (pid, directory) = try spawn(arguments, environment: environment, launcher: launcher)
+        let (pid, directory) = try spawn(arguments, environment: environment, launcher: launcher, stdout: stdout)
         var status: Int32 = 0
         let deadline = Date().addingTimeInterval(timeout)
         while waitpid(pid, &status, WNOHANG) == 0 {

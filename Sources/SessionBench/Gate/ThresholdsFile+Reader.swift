@@ -57,19 +57,29 @@ extension Thresholds {
             return number
         }
 
+        /// A whole number written as one: digits, with a minus sign at most (`100`, not `100.0` or
+        /// `1e2`), as the command line takes it.
         func int(_ value: JSONValue, at key: String) throws(ThresholdsError) -> Int {
-            let number = try self.number(value, at: key)
-            guard number == number.rounded(), abs(number) < 1e15 else { throw fail(key, "must be a whole number") }
+            let number = try whole(value, at: key)
+            guard abs(number) < 1e15 else { throw fail(key, "must be a whole number") }
             return Int(number)
         }
 
         func int(_ value: JSONValue, at key: String, in range: ClosedRange<Int>) throws(ThresholdsError) -> Int {
-            let number = try self.number(value, at: key)
-            guard number == number.rounded() else { throw fail(key, "must be a whole number") }
+            let number = try whole(value, at: key)
             guard number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
                 throw fail(key, "must be \(InputRange.text(range)) (got \(InputRange.text(number)))")
             }
             return Int(number)
+        }
+
+        private func whole(_ value: JSONValue, at key: String) throws(ThresholdsError) -> Double {
+            let number = try self.number(value, at: key)
+            let text = if case .number(let text) = value { text } else { "" }
+            guard NumberText.unsigned(text.hasPrefix("-") ? String(text.dropFirst()) : text) != nil else {
+                throw fail(key, "must be a whole number written in digits (got \(Printable.name(text)))")
+            }
+            return number
         }
 
         /// A seed: any whole number from 0 to 2^64-1, as `--seed` takes.
@@ -137,6 +147,10 @@ extension Thresholds {
                     )
                 }
                 guard object["of"] == nil else { throw fail("\(key).of", "only ratios take 'of'") }
+                guard boundKey == "min" || limit >= 0 else {
+                    throw fail(
+                        "\(key).max", "must be 0 or more: '\(metric.rawValue)' is never negative, so no run could pass")
+                }
                 bound = boundKey == "max" ? .max(limit) : .min(limit)
             default:
                 guard limit > 0 else { throw fail("\(key).\(boundKey)", "must be positive") }

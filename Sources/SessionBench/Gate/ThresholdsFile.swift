@@ -61,12 +61,18 @@ extension Thresholds {
                 at: "run")
             if let stores = run["stores"] {
                 thresholds.run.stores = try reader.strings(stores, at: "run.stores")
+                guard !thresholds.run.stores.isEmpty else {
+                    throw reader.fail("run.stores", "is empty; name at least one store, or leave the key out to run every correct store")
+                }
                 for (index, name) in thresholds.run.stores.enumerated() where !knownStores.contains(name) {
                     throw reader.fail("run.stores[\(index)]", "unknown store '\(Printable.name(name))'")
                 }
             }
             if let scenarios = run["scenarios"] {
                 thresholds.run.scenarios = try reader.strings(scenarios, at: "run.scenarios")
+                guard !thresholds.run.scenarios.isEmpty else {
+                    throw reader.fail("run.scenarios", "is empty; name at least one scenario, or leave the key out to run every one")
+                }
                 for (index, name) in thresholds.run.scenarios.enumerated()
                 where (try? ScenarioCatalog.resolved(name)) == nil {
                     throw reader.fail("run.scenarios[\(index)]", "unknown scenario '\(Printable.name(name))'")

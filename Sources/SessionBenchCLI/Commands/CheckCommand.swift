@@ -74,13 +74,16 @@ struct Check: AsyncParsableCommand {
             return
         }
         let outcomes = ThresholdCheck(thresholds: file, results: results).evaluate()
+        let text: String
         switch format {
-        case .table: print(ThresholdCheck.table(outcomes), terminator: "")
+        case .table: text = ThresholdCheck.table(outcomes)
         case .json:
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(outcomes), as: UTF8.self))
+            text = String(decoding: try encoder.encode(outcomes), as: UTF8.self) + "\n"
         }
+        // Standard output is the check's output: a write that fails is exit 2, never a silent pass.
+        try OutputWriter.write([(OutputWriter.standardOutput, text)])
         if outcomes.contains(where: { !$0.passed }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 

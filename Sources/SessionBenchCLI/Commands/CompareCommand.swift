@@ -20,6 +20,15 @@ struct Compare: AsyncParsableCommand {
     @OptionGroup var baselines: BaselineOptions
     @OptionGroup var output: OutputOptions
 
+    func validate() throws {
+        var outputs = try output.namedTargets()
+        if let name = baselines.saveBaseline {
+            outputs.append(("--save-baseline", OutputTarget(path: try Baselines.path(for: name), kind: .direct)))
+        }
+        let read = try baselines.baseline.map { reference throws(UsageError) in ("--baseline", try Baselines.path(for: reference)) }
+        try OutputOverlap.check(outputs: outputs, inputs: read.map { [$0] } ?? [])
+    }
+
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let scenarios = try run.resolvedScenarios()
@@ -63,11 +72,15 @@ struct Compare: AsyncParsableCommand {
                 refusal = error
             }
         }
-        try output.emit(report, quiet: run.execution.quiet)
+        var baselineOutput: [(target: OutputTarget, text: String)] = []
         if let name = baselines.saveBaseline {
             var saved = report
             saved.comparison = nil
-            try OutputWriter.write([(try Baselines.saveTarget(name), try saved.json())])
+            baselineOutput.append((try Baselines.saveTarget(name), try saved.json()))
+        }
+        // The saved baseline is one more output: written with the others, or none is.
+        try output.emit(report, quiet: run.execution.quiet, also: baselineOutput)
+        if let name = baselines.saveBaseline {
             if !run.execution.quiet {
                 Log.progress("saved baseline \(Baselines.isName(name) ? "'\(name)' to \(try Baselines.path(for: name))" : "to \(Printable.name(name))")")
             }

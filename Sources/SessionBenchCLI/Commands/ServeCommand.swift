@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionSync
 import TokenServer
 
 /// `session-bench serve`: the token server over HTTP, for a client the tool cannot see inside.
@@ -82,9 +83,16 @@ struct Serve: AsyncParsableCommand {
     var reuseGrace: DurationArgument?
 
     @Option(
-        name: .long, help: "Seed for latencies, faults and token bytes, 0 to 2^64-1.",
+        name: .long,
+        help: ArgumentHelp(
+            "Seed for latencies and faults, 0 to 2^64-1 (default: 1); given, it seeds the tokens too.",
+            discussion: """
+                Without --seed, tokens come from the system's CSPRNG: no other process can guess them. With it, \
+                the same seed issues the same tokens, for a reproducible session; any process that knows the \
+                seed can then redeem a client's refresh token.
+                """),
         transform: ArgumentText.seed)
-    var seed: UInt64 = 1
+    var seed: UInt64?
 
     @Option(
         name: .customLong("idle-timeout"),
@@ -146,10 +154,16 @@ struct Serve: AsyncParsableCommand {
                 faults: FaultModel(
                     transientFailureRate: transientRate, timeoutRate: timeoutRate,
                     timeoutAfter: timeoutAfter?.duration ?? .milliseconds(50), lostResponseRate: lostResponseRate),
-                seed: seed),
+                seed: seed ?? 1, tokenBytes: seed == nil ? .system : .seeded),
             clock: .system)
         let stop = StopSignal()
-        ProcessGuard.onStop { stop.fire() }
+        // The first signal stops serving, within a grace for requests in flight; a second cuts
+        // the grace short; both end with the verdicts. A third ends the process as usual.
+        let hurry = StopSignal()
+        ProcessGuard.onStop {
+            stop.fire()
+            ProcessGuard.onStop { hurry.fire() }
+        }
         let running: LoopbackHTTP.Running
         do {
             running = try await http.serve(
@@ -165,8 +179,13 @@ struct Serve: AsyncParsableCommand {
                 "session-bench serve: token endpoint POST /oauth/token, resource GET /resource, "
                     + "verdicts GET /admin/verdicts; stop with Ctrl-C, SIGTERM or POST /admin/shutdown")
         }
+        if let seed, !quiet {
+            Log.progress(
+                "note: --seed \(seed) makes the tokens reproducible: any process that knows the seed can redeem "
+                    + "them; leave --seed out for tokens from the system's CSPRNG")
+        }
         await stop.wait()
-        await running.stop()
+        await firstToFinish([{ await running.stop() }, { await hurry.wait() }])
         let verdicts = LedgerVerdicts(ledger: server.ledger, tokenLifetime: server.configuration.tokenLifetime)
         try emit(verdicts)
         if !verdicts.passed { throw ExitCode(ExitStatus.failed.rawValue) }
@@ -187,9 +206,17 @@ struct Serve: AsyncParsableCommand {
             outputs.append((target, try render(format)))
         }
         if !targets.contains(where: { $0.target.kind == .standardOutput }) {
-            outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(targets.isEmpty ? format : .table)))
+            outputs.append((OutputWriter.standardOutput, try render(targets.isEmpty ? format : .table)))
         }
-        try OutputWriter.write(outputs)
+        do {
+            try OutputWriter.write(outputs)
+        } catch {
+            // A serve session cannot be run again: the one line that says no output was written
+            // still carries the verdicts' summary (counts only, never a token).
+            let failed = verdicts.checks.filter { !$0.passed }.map(\.name)
+            throw UsageError(
+                error.description + "; verdict: " + (verdicts.passed ? "PASS" : "FAIL (\(failed.joined(separator: ", ")))"))
+        }
     }
 }
 

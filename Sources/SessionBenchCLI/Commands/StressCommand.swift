@@ -52,7 +52,7 @@ struct Stress: AsyncParsableCommand {
             // However short --for is, one iteration runs: a stress run that ran nothing must not pass.
             if let deadline, iteration > 0, ContinuousClock.now >= deadline { break }
             let seed = firstSeed &+ UInt64(iteration)
-            let scenarios = base.map { Self.vary($0, seed: seed) }
+            let scenarios = base.map { Self.vary($0, seed: seed, tasks: run.tasks, rounds: run.rounds) }
             if !run.execution.quiet {
                 let of = limit == Int.max ? "" : "/\(limit)"
                 Log.progress(
@@ -88,13 +88,16 @@ struct Stress: AsyncParsableCommand {
         if failures > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
-    /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds.
-    static func vary(_ scenario: Scenario, seed: UInt64) -> Scenario {
+    /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds, each
+    /// unless the command line fixed it (`--tasks`, `--rounds`).
+    static func vary(_ scenario: Scenario, seed: UInt64, tasks fixedTasks: Int? = nil, rounds fixedRounds: Int? = nil)
+        -> Scenario
+    {
         var rng = SeededRandomSource(seed: seed)
         // Between half and one and a half times the crowd, inside the range a scenario accepts.
         let crowd = scenario.tasks / 2 + Int(rng.next() % UInt64(scenario.tasks))
-        let tasks = min(InputRange.tasks.upperBound, max(2, crowd))
-        let rounds = scenario.isRoundBased ? max(5, scenario.rounds / 4) : nil
+        let tasks = fixedTasks ?? min(InputRange.tasks.upperBound, max(2, crowd))
+        let rounds = scenario.isRoundBased ? fixedRounds ?? max(5, scenario.rounds / 4) : nil
         return ScenarioOverrides(tasks: tasks, rounds: rounds, seed: seed).applied(to: scenario)
     }
 

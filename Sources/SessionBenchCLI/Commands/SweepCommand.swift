@@ -113,14 +113,16 @@ struct Sweep: AsyncParsableCommand {
         return allocators
     }
 
+    /// The values, each read as the option it stands for reads it: decimal digits for a count
+    /// (`--tasks`), a decimal number for a rate or milliseconds; nothing trimmed.
     func parsedValues() throws -> [Double] {
-        let parts = values.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let whole = parameter == .tasks || parameter == .readersPerWriter
         var parsed: [Double] = []
-        for part in parts {
-            guard let value = NumberText.decimal(part) else {
+        for part in values.split(separator: ",").map(String.init) {
+            guard let value = whole ? NumberText.unsigned(part).map { Double($0) } : NumberText.decimal(part) else {
                 throw ValidationError(
-                    "--values: '\(Printable.name(part))' is not a decimal number; "
-                        + "give comma-separated numbers, e.g. 1,2,4")
+                    "--values: '\(Printable.name(part))' is not "
+                        + (whole ? "a whole number in decimal digits; give e.g. 1,2,4" : "a decimal number; give e.g. 1,2.5,10"))
             }
             parsed.append(value)
         }

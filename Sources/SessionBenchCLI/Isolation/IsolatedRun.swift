@@ -43,13 +43,8 @@ enum IsolatedRun {
         let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout, transport: transport)
         // Scenarios over storage keep their folders under one this process owns, so they go
         // even when the child is killed past its budget.
-        let storageRoot = scenarios.contains(where: \.needsStorage) ? Self.storageRoot() : nil
-        defer {
-            if let storageRoot {
-                try? FileManager.default.removeItem(atPath: storageRoot)
-                ProcessGuard.untrack(temporary: storageRoot)
-            }
-        }
+        let storageRoot = scenarios.contains(where: \.needsStorage) ? StorageRoots.make() : nil
+        defer { if let storageRoot { StorageRoots.retire(storageRoot) } }
         var environment = childEnvironment(setup)
         if let storageRoot { environment[StorageFolders.rootVariable] = storageRoot }
         let child: Child
@@ -185,16 +180,6 @@ enum IsolatedRun {
             }
         }
         return DurationText.duration(seconds: seconds)
-    }
-
-    /// A new folder for a child's storage folders, tracked so a signal removes it too; `nil`
-    /// if none can be made (the child then uses the system's temporary folder).
-    static func storageRoot() -> String? {
-        var template = Array((NSTemporaryDirectory() + "/session-bench-run-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { return nil }
-        let path = String(cString: made)
-        ProcessGuard.track(temporary: path)
-        return path
     }
 
     static var executablePath: String {

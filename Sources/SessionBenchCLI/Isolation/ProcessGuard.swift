@@ -1,4 +1,5 @@
 import Foundation
+import SessionBench
 import Synchronization
 
 /// What must not outlive this process: its measuring children and its temporary files.
@@ -52,13 +53,7 @@ enum ProcessGuard {
         // A session process of a killed child may still write into its folder until it sees its
         // parent gone, and a file made during the removal leaves the folder behind: try again,
         // for up to half a second.
-        for path in temporaries where unlink(path) != 0 {
-            for _ in 0..<25 {
-                try? FileManager.default.removeItem(atPath: path)
-                guard FileManager.default.fileExists(atPath: path) else { break }
-                usleep(20_000)
-            }
-        }
+        for path in temporaries where unlink(path) != 0 { StorageRoots.retire(path) }
         signal(number, SIG_DFL)
         var mask = sigset_t()
         sigemptyset(&mask)
@@ -66,6 +61,20 @@ enum ProcessGuard {
         pthread_sigmask(SIG_UNBLOCK, &mask, nil)
         raise(number)
         _exit(128 + number)
+    }
+
+    /// The parent is gone (the lifeline closed): kills this process's own children, removes its
+    /// storage root (a measuring process's, made by the parent that can no longer remove it) and
+    /// ends the process.
+    static func parentGone() -> Never {
+        let children = state.withLock { $0.children }
+        for pid in children { kill(pid, SIGKILL) }
+        for pid in children {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+        if let root = ProcessInfo.processInfo.environment[StorageFolders.rootVariable] { StorageRoots.retire(root) }
+        _exit(1)
     }
 
     static func adopt(child pid: pid_t) { _ = state.withLock { $0.children.insert(pid) } }
@@ -90,7 +99,7 @@ enum Lifeline {
             while true {
                 let count = read(descriptor, &byte, 1)
                 if count < 0, errno == EINTR { continue }
-                if count <= 0 { _exit(1) }
+                if count <= 0 { ProcessGuard.parentGone() }
             }
         }
         thread.stackSize = 64 * 1024

@@ -168,7 +168,9 @@ enum Baselines {
     static func load(_ reference: String) throws(UsageError) -> (report: ResultsReport, shownAs: String) {
         let file = try path(for: reference)
         let shown = isName(reference) ? "'\(reference)'" : "'\(Printable.name(reference))'"
-        guard let data = FileManager.default.contents(atPath: file) else {
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
             if isName(reference) {
                 let saved = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
                     .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
@@ -177,16 +179,60 @@ enum Baselines {
                         + (saved.isEmpty ? "" : " (saved: \(saved.joined(separator: ", ")))")
                         + "; save one with compare --save-baseline \(reference)")
             }
+            throw UsageError("--baseline \(shown): cannot read the file (\(reason))")
+        }
+        // Never opened unless a regular file: a FIFO would block, a device never end.
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw UsageError("--baseline \(shown): is a directory; give a .json file that compare wrote")
+        default:
+            throw UsageError("--baseline \(shown): is not a regular file (a device or FIFO); give a .json file that compare wrote")
+        }
+        guard info.st_size <= 256 * 1024 * 1024 else {
+            throw UsageError("--baseline \(shown): is larger than 256 MiB; not a results file")
+        }
+        guard let data = FileManager.default.contents(atPath: file) else {
             throw UsageError("--baseline \(shown): cannot read the file (\(String(cString: strerror(errno))))")
         }
+        // Read strictly first: a key given twice, or a number no figure can be, is named as such.
+        let document: JSONValue
+        do { document = try StrictJSON.parse(Array(data)) } catch {
+            throw UsageError("--baseline \(shown): not valid JSON (\(error))")
+        }
+        if let path = Self.numberOutOfRange(in: document, at: "") {
+            throw UsageError("--baseline \(shown): \(path) holds a number out of range; not a results file compare wrote")
+        }
+        let report: ResultsReport
         do {
-            let report = try JSONDecoder().decode(ResultsReport.self, from: data)
-            return (report, shown)
+            report = try JSONDecoder().decode(ResultsReport.self, from: data)
         } catch let error as DecodingError {
             throw UsageError("--baseline \(shown): not a session-bench results file (\(Self.describe(error)))")
         } catch {
             throw UsageError("--baseline \(shown): not a session-bench results file")
         }
+        guard !report.results.isEmpty else {
+            throw UsageError("--baseline \(shown): holds no results; save a baseline from a run with compare --save-baseline")
+        }
+        return (report, shown)
+    }
+
+    /// Where `value` holds a number a double cannot (`1e400`), as a key path; `nil` if nowhere.
+    private static func numberOutOfRange(in value: JSONValue, at path: String) -> String? {
+        switch value {
+        case .number(let text): return Double(text).map(\.isFinite) == true ? nil : (path.isEmpty ? "the top level" : path)
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                if let found = numberOutOfRange(in: item, at: "\(path)[\(index)]") { return found }
+            }
+        case .object(let members):
+            for member in members {
+                if let found = numberOutOfRange(in: member.value, at: path.isEmpty ? member.key : "\(path).\(member.key)") {
+                    return found
+                }
+            }
+        default: break
+        }
+        return nil
     }
 
     private static func describe(_ error: DecodingError) -> String {

@@ -134,10 +134,13 @@ struct OutputOptions: ParsableArguments {
 
 extension OutputOptions {
     /// Renders `report` in the chosen format to `--output` (atomically) or standard output,
-    /// then appends its Markdown to every `--append-output`. With `--output`, the table still
-    /// goes to standard output for the person watching; unless `quiet`, a line on standard
-    /// error names each file written.
-    func emit(_ report: ResultsReport, quiet: Bool, table: (ResultsReport) -> String = { $0.table() }) throws {
+    /// and its Markdown for every `--append-output`, with `also` (a saved baseline) in the same
+    /// all-or-none write. With `--output`, the table still goes to standard output for the
+    /// person watching; unless `quiet`, a line on standard error names each file written.
+    func emit(
+        _ report: ResultsReport, quiet: Bool, also: [(target: OutputTarget, text: String)] = [],
+        table: (ResultsReport) -> String = { $0.table() }
+    ) throws {
         func render(_ format: Format) throws -> String {
             switch format {
             case .table: table(report)
@@ -156,22 +159,45 @@ extension OutputOptions {
             outputs.append((destination.target, try render(destination.format)))
         }
         if destinations.isEmpty {
-            outputs.append((OutputTarget(path: "-", kind: .standardOutput), try render(format)))
+            outputs.append((OutputWriter.standardOutput, try render(format)))
         } else if !destinations.contains(where: { $0.target.kind == .standardOutput }) {
             // The person watching still sees the table.
-            outputs.append((OutputTarget(path: "-", kind: .standardOutput), table(report)))
+            outputs.append((OutputWriter.standardOutput, table(report)))
         }
-        try OutputWriter.write(outputs)
         let appended = try appendTargets()
-        if !appended.isEmpty {
-            let markdown = report.markdown()
-            for target in appended { try OutputWriter.append(markdown, to: target) }
-        }
+        let markdown = appended.isEmpty ? "" : report.markdown()
+        try OutputWriter.write(outputs + also, appending: appended.map { ($0, markdown) })
         if !quiet {
             for destination in destinations where destination.target.kind != .standardOutput {
                 Log.progress("wrote \(destination.format.rawValue) to \(Printable.name(destination.target.path))")
             }
             for target in appended { Log.progress("appended markdown to \(Printable.name(target.path))") }
+        }
+    }
+
+    /// Every file this run writes, with the option that names it: for checks that no two are one.
+    func namedTargets() throws(UsageError) -> [(option: String, target: OutputTarget)] {
+        try targets().map { ("--output", $0) } + appendTargets().map { ("--append-output", $0) }
+    }
+}
+
+/// Refuses two outputs that are one file, and an output that is a file the run reads.
+enum OutputOverlap {
+    static func check(
+        outputs: [(option: String, target: OutputTarget)], inputs: [(option: String, path: String)] = []
+    ) throws(UsageError) {
+        for (index, output) in outputs.enumerated() where output.target.kind != .standardOutput {
+            if let earlier = outputs[..<index].first(where: { $0.target.writesSameFile(as: output.target) }) {
+                throw UsageError(
+                    "\(output.option) '\(Printable.name(output.target.path))' names the same file as "
+                        + "\(earlier.option) '\(Printable.name(earlier.target.path))'; give each output once")
+            }
+            let asRead = OutputTarget(path: output.target.path, kind: .direct)
+            if let input = inputs.first(where: { asRead.writesSameFile(as: OutputTarget(path: $0.path, kind: .direct)) }) {
+                throw UsageError(
+                    "\(output.option) '\(Printable.name(output.target.path))' names the same file as "
+                        + "\(input.option) '\(Printable.name(input.path))', which this run reads; write elsewhere")
+            }
         }
     }
 }

@@ -50,7 +50,7 @@ import TokenServer
             #expect(json["session_bench"] == nil, "the harness's fields go only to the harness")
             #expect(refreshed.header("Cache-Control") == "no-store")
             #expect(refreshed.header("Server-Timing")?.hasPrefix("app;dur=") == true)
-            #expect(refreshed.header("Connection") == "close", "a keep-alive client must not queue its next request here")
+            #expect(refreshed.header("Connection") != "close", "a keep-alive client's next request is answered on the same connection")
             let second = try #require(json["refresh_token"] as? String)
             let secondAccess = try #require(json["access_token"] as? String)
             #expect(second != first.refresh)
@@ -145,7 +145,7 @@ import TokenServer
                 let length = 1 + Int(random.next() % 4096)
                 var bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
                 // Some start like HTTP and go wrong later.
-                if round % 2 == 0 { bytes = Array("POST /oauth/token HTTP/1.1\r\nHost: x\r\n".utf8) + bytes }
+                if round % 2 == 0 { bytes = Array("POST /oauth/token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n".utf8) + bytes }
                 socket.transmit(bytes)
                 let answer = await socket.receive(timeout: 15)
                 #expect(answer.closed || answer.text.hasPrefix("HTTP/1.1 4"), "round \(round): \(answer.text.prefix(80))")
@@ -175,7 +175,7 @@ import TokenServer
             // A head that arrives whole but a body that stalls: 408, then closed.
             let stalled = try #require(RawSocket(port: port))
             stalled.transmit(
-                "POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                "POST /oauth/token HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/x-www-form-urlencoded\r\n"
                     + "Content-Length: 100\r\n\r\ngrant_type=")
             let answer = await stalled.receive(timeout: 20)
             #expect(answer.text.hasPrefix("HTTP/1.1 408") || answer.closed, "\(answer.text.prefix(80))")
@@ -192,7 +192,7 @@ import TokenServer
             var sockets: [RawSocket] = []
             for _ in 0..<1_000 { sockets.append(try #require(RawSocket(port: port))) }
             // Every connection is open before any request is sent.
-            let request = "GET /resource HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            let request = "GET /resource HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n\r\n"
             for socket in sockets { #expect(socket.transmit(request)) }
             var answered = 0
             for socket in sockets {

@@ -1,0 +1,114 @@
+import Foundation
+import SessionBench
+import Testing
+
+@testable import SessionBenchCLI
+
+/// One rule for every input: what one option or file refuses, every other refuses too, and a
+/// refusal names what is wrong, not an error left over from something else.
+@Suite("Input consistency", .serialized, .timeLimit(.minutes(5)),
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
+struct InputConsistencyTests {
+    static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]
+
+    func expectRefused(_ arguments: [String], mentioning mention: String, notMentioning wrong: String? = nil) async throws {
+        let run = try await ToolProcess.run(arguments, timeout: 60)
+        let context = arguments.joined(separator: " ")
+        #expect(!run.signaled, "\(context): ended by a signal")
+        #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(context): one line: \(run.stderr)")
+        #expect(run.stderr.contains(mention), "\(context): \(run.stderr)")
+        if let wrong { #expect(!run.stderr.contains(wrong), "\(context): \(run.stderr)") }
+        #expect(run.stdout.isEmpty, "\(context)")
+    }
+
+    @Test("sweep --values takes whole numbers as --tasks does: no exponent, fraction or space", arguments: ["1e3", "2.5e1", "1.0", " 1", "1E2", "4,1e1"])
+    func sweepValuesAsStrictAsOptions(value: String) async throws {
+        try await expectRefused(
+            ["sweep", "--parameter", "tasks", "--values", value, "--dry-run"] + Self.quick, mentioning: "--values")
+        try await expectRefused(
+            ["sweep", "--parameter", "readers-per-writer", "--values", value, "--scenario", "steady-reads", "--dry-run"],
+            mentioning: "--values")
+    }
+
+    @Test("a thresholds file's whole numbers are written as whole numbers", arguments: [
+        (#""version": 1.0"#, "version"), (#""version": 1e0"#, "version"), (#""version": 1, "run": { "rounds": 100.0 }"#, "run.rounds"),
+        (#""version": 1, "run": { "tasks": 4.0 }"#, "run.tasks"), (#""version": 1, "run": { "rounds": 1e2 }"#, "run.rounds"),
+    ])
+    func thresholdsWholeNumbers(head: String, key: String) throws {
+        let json = "{ \(head), \"limits\": [] }"
+        #expect {
+            _ = try Thresholds.parse(Data(json.utf8), path: "t.json", knownStores: ["mutex"])
+        } throws: { error in
+            (error as? ThresholdsError)?.key == key
+        }
+    }
+
+    @Test("a thresholds file that names no store or scenario, or a count limit no run can meet, is refused", arguments: [
+        (#""run": { "stores": [] }, "limits": []"#, "run.stores"),
+        (#""run": { "scenarios": [] }, "limits": []"#, "run.scenarios"),
+        (#""limits": [ { "metric": "refresh_calls", "max": -1 } ]"#, "limits[0].max"),
+        (#""limits": [ { "metric": "allocs_per_op", "max": -0.5 } ]"#, "limits[0].max"),
+    ])
+    func thresholdsThatCannotMeanWhatTheySay(body: String, key: String) throws {
+        let json = "{ \"version\": 1, \(body) }"
+        #expect {
+            _ = try Thresholds.parse(Data(json.utf8), path: "t.json", knownStores: ["mutex"])
+        } throws: { error in
+            (error as? ThresholdsError)?.key == key
+        }
+    }
+
+    @Test("stress runs the --tasks and --rounds it is given, and its reproduce line names them")
+    func stressKeepsTasksAndRounds() async throws {
+        let run = try await ToolProcess.run(
+            ["stress", "--stores", "actor-naive", "--include-broken", "--scenario", "expiry-storm", "--tasks", "8", "--rounds", "3",
+             "--iterations", "2", "--seed", "5", "--format", "json"], timeout: 120)
+        #expect(run.status == 1, "the re-entrant actor fails: \(run.stderr)")
+        let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
+        #expect(report.results.count == 2)
+        for result in report.results {
+            #expect(result.tasks == 8, "ran \(result.tasks) callers, not --tasks 8")
+            #expect(result.setup?["rounds"] == "3", "ran \(result.setup?["rounds"] ?? "?") rounds, not --rounds 3")
+        }
+        let reproduce = run.stderr.split(separator: "\n").filter { $0.contains("reproduce with:") }
+        #expect(!reproduce.isEmpty, "\(run.stderr)")
+        for line in reproduce {
+            #expect(line.contains("--tasks 8") && line.contains("--rounds 3"), "\(line)")
+        }
+    }
+
+    @Test("a baseline that is not a results file says what it is instead")
+    func baselineErrors() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent("pipe.json").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let directory = folder.appendingPathComponent("folder.json").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        for (path, mention) in [("/dev/zero", "not a regular file"), (fifo, "not a regular file"), (directory, "is a directory")] {
+            try await expectRefused(["compare", "--baseline", path] + Self.quick, mentioning: mention, notMentioning: "No such file")
+        }
+
+        let valid = folder.appendingPathComponent("valid.json").path
+        let saved = try await ToolProcess.run(["compare", "--output", valid, "--repeats", "5"] + Self.quick)
+        #expect(saved.status == 0, "\(saved.stderr)")
+        let text = try String(contentsOfFile: valid, encoding: .utf8)
+        func variant(_ name: String, _ edit: (String) -> String) throws -> String {
+            let path = folder.appendingPathComponent(name).path
+            try Data(edit(text).utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let huge = try variant("huge.json") { $0.replacingOccurrences(of: "\"tasks\" : 4,", with: "\"tasks\" : 1e400,") }
+        try await expectRefused(["compare", "--baseline", huge] + Self.quick, mentioning: "tasks", notMentioning: "not valid JSON")
+        let empty = try variant("empty.json") { text in
+            let object = try! JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]
+            var emptied = object
+            emptied["results"] = []
+            return String(decoding: try! JSONSerialization.data(withJSONObject: emptied), as: UTF8.self)
+        }
+        try await expectRefused(["compare", "--baseline", empty] + Self.quick, mentioning: "no results", notMentioning: "repeat(s)")
+        let twice = try variant("twice.json") { "{ \"schemaVersion\" : 1," + $0.drop { $0 != "{" }.dropFirst() }
+        try await expectRefused(["compare", "--baseline", twice] + Self.quick, mentioning: "schemaVersion")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+import TokenServer
+
+/// Nothing of a session outlives the run that made it: not when the tool is killed (SIGKILL,
+/// which it cannot see, or SIGINT in process), and not when its measuring processes die.
+@Suite("Nothing left behind", .serialized, .timeLimit(.minutes(4)),
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
+struct LeftBehindTests {
+    /// Every regular file under `folder`, and whether any holds something a session keeps: a
+    /// token (`eyJ…`, `rt.…`), a user id, or a key beside the data it opens.
+    static func secrets(under folder: String) -> (files: [String], secrets: [String]) {
+        var files: [String] = []
+        var secrets: [String] = []
+        let enumerator = FileManager.default.enumerator(atPath: folder)
+        while let name = enumerator?.nextObject() as? String {
+            let path = folder + "/" + name
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            files.append(name)
+            let text = String(decoding: (FileManager.default.contents(atPath: path) ?? Data()), as: UTF8.self)
+            if text.contains("eyJ") || text.contains("rt.") || text.contains("@example.test") || name.hasSuffix(".key") {
+                secrets.append(name)
+            }
+        }
+        return (files, secrets)
+    }
+
+    @Test("killed at 20 moments during storage scenarios (SIGKILL isolated, SIGINT in process), then one more run: no token under TMPDIR")
+    func killedDuringStorageScenarios() async throws {
+        let temporary = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        let environment = ["TMPDIR": temporary.path]
+        var random = SeededRandom(seed: 4)
+        let storage = ["--stores", "mutex,nslock", "--scenario", "crash-restart:json-file,crash-restart:encrypted-file,shared-storage:json-file", "--quiet"]
+        for moment in 0..<20 {
+            let inProcess = moment % 2 == 1
+            let (pid, logs) = try ToolProcess.spawn(
+                ["compare"] + storage + (inProcess ? ["--in-process"] : []), environment: environment)
+            defer { try? FileManager.default.removeItem(at: logs) }
+            // A moment in the first second and a half: a session process saving, a folder being
+            // scanned, a measuring process starting.
+            try await Task.sleep(for: .milliseconds(100 + Int(random.next() % 1_400)))
+            kill(pid, inProcess ? SIGINT : SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            if inProcess {
+                // Stopped by a signal it handles: it removes what it made before it ends.
+                let left = Self.secrets(under: temporary.path)
+                #expect(left.secrets.isEmpty, "moment \(moment), SIGINT in process: \(left.secrets)")
+            }
+        }
+        let next = try await ToolProcess.run(
+            ["compare", "--stores", "mutex", "--scenario", "crash-restart:json-file", "--rounds", "1"], environment: environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        // Measuring processes whose parent was killed end, and clean up, on their own: give them
+        // the moment it takes.
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.secrets(under: temporary.path).files.isEmpty, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let left = Self.secrets(under: temporary.path)
+        #expect(left.secrets.isEmpty, "session files left with secrets: \(left.secrets)")
+        #expect(left.files.isEmpty, "files left under TMPDIR: \(left.files)")
+    }
+
+    /// The start time of `pid` in clock ticks since boot (`/proc/PID/stat`, field 22).
+    static func startTicks(_ pid: pid_t) -> UInt64? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+            return nil
+        }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
+    @Test("a run removes the storage folders of runs that died without cleaning up, saying so, and leaves a live run's alone")
+    func staleFoldersRemoved() async throws {
+        let temporary = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        // A run that is gone: a process that has exited and been reaped.
+        let (dead, logs) = try ToolProcess.spawn(["--version"])
+        try? FileManager.default.removeItem(at: logs)
+        var status: Int32 = 0
+        waitpid(dead, &status, 0)
+        let live = getpid()
+        let liveTicks = try #require(Self.startTicks(live))
+        for (owner, ticks) in [(dead, UInt64(12_345)), (live, liveTicks), (live, liveTicks + 1)] {
+            let session = temporary.appendingPathComponent("session-bench-run-p\(owner)-t\(ticks)-Ab12Cd/session-bench-storage-Ef34Gh")
+            try FileManager.default.createDirectory(at: session, withIntermediateDirectories: true)
+            try Data(#"{"refresh":"rt.left-behind","subject":"someone@example.test"}"#.utf8).write(to: session.appendingPathComponent("session.json"))
+        }
+        let next = try await ToolProcess.run(
+            ["compare", "--stores", "mutex", "--scenario", "crash-restart:json-file", "--rounds", "1", "--quiet"],
+            environment: ["TMPDIR": temporary.path])
+        #expect(next.status == 0, "\(next.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary.path)
+        #expect(left == ["session-bench-run-p\(live)-t\(liveTicks)-Ab12Cd"], "only the live run's folder stays: \(left)")
+        #expect(next.stderr.contains("removed 2 storage folder(s) of runs that ended without removing them"), "\(next.stderr)")
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+import TokenServer
+
+/// Every command's outputs — files, a saved baseline, appended reports and standard output — are
+/// written all or none: one that fails leaves every other as it was, and the run ends with exit 2
+/// and one line. No output may overwrite another, or the baseline a run reads.
+@Suite("Outputs all or none", .serialized, .timeLimit(.minutes(5)),
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
+struct OutputsAllOrNoneTests {
+    static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]
+
+    /// An output a command line can name, and the file it writes in the test's folder.
+    enum Output: CaseIterable {
+        case csv, json, baseline, append, standardOutput
+
+        func arguments(in folder: URL) -> [String] {
+            switch self {
+            case .csv: ["--output", folder.appendingPathComponent("a.csv").path]
+            case .json: ["--output", "json:" + folder.appendingPathComponent("b.out").path]
+            case .baseline: ["--save-baseline", folder.appendingPathComponent("saved.json").path]
+            case .append: ["--append-output", folder.appendingPathComponent("summary.md").path]
+            case .standardOutput: ["--output", "-"]
+            }
+        }
+    }
+
+    /// What makes one output fail.
+    enum Failure: CaseIterable {
+        /// `--output /dev/full`, a device that takes no byte.
+        case device
+        /// `--append-output /dev/full`.
+        case appendToDevice
+        /// Standard output is /dev/full.
+        case standardOutput
+        /// A file-size limit of 2 KiB: the table, the CSV and the Markdown fit, a JSON report does not.
+        case fileSize
+    }
+
+    /// The commands with outputs, each as quick as it runs, and the outputs it takes.
+    static let commands: [(arguments: [String], outputs: [Output])] = [
+        (["compare"] + quick, Output.allCases),
+        (["stress", "--iterations", "1", "--seed", "1"] + quick, [.csv, .json, .append, .standardOutput]),
+        (["sweep", "--parameter", "tasks", "--values", "2", "--repeats", "1"] + quick, [.csv, .json, .append, .standardOutput]),
+    ]
+
+    /// The files a folder starts with: what must still be there, byte for byte, after a failed run.
+    static let existing = ["a.csv": "old csv\n", "saved.json": "{\"old\": true}\n", "summary.md": "# old summary\n"]
+
+    @Test("one failing output among several, generated over commands, outputs and failures: exit 2, one line, every file as it was")
+    func oneFailingAmongSeveral() async throws {
+        var random = SeededRandom(seed: 31)
+        var cases = 0
+        for (command, outputs) in Self.commands {
+            for failure in Failure.allCases {
+                // Others beside the failing one: a random non-empty subset, with a JSON report where
+                // the file-size limit is what fails.
+                var chosen = outputs.filter { _ in random.next() % 2 == 0 }
+                if chosen.isEmpty { chosen = [outputs[Int(random.next() % UInt64(outputs.count))]] }
+                if failure == .fileSize, !chosen.contains(.json) { chosen.append(.json) }
+                if failure == .standardOutput { chosen.removeAll { $0 == .standardOutput } }
+                try await expectNothingWritten(command: command, outputs: chosen, failure: failure)
+                cases += 1
+            }
+        }
+        // check writes standard output only (its table), and the thresholds file with --update.
+        try await expectCheckRefusesAFullStandardOutput()
+        #expect(cases == Self.commands.count * Failure.allCases.count)
+    }
+
+    func expectNothingWritten(command: [String], outputs: [Output], failure: Failure) async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for (name, text) in Self.existing {
+            try Data(text.utf8).write(to: folder.appendingPathComponent(name))
+        }
+        var arguments = command + outputs.flatMap { $0.arguments(in: folder) }
+        var launcher: [String] = []
+        var standardOutput: String?
+        switch failure {
+        case .device: arguments += ["--output", "/dev/full"]
+        case .appendToDevice: arguments += ["--append-output", "/dev/full"]
+        case .standardOutput: standardOutput = "/dev/full"
+        case .fileSize:
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
+            launcher = ["/usr/bin/prlimit", "--fsize=2048"]
+        }
+        let context = "\(arguments.joined(separator: " ")) [\(failure)]"
+        let run = try await ToolProcess.run(arguments, launcher: launcher, stdout: standardOutput, timeout: 60)
+        #expect(!run.signaled, "\(context): ended by a signal")
+        #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
+        // One line says what failed (stress also ends with its summary of iterations and seeds).
+        let errors = run.stderr.split(separator: "\n").filter { !$0.hasPrefix("stress: ") }
+        #expect(errors.count == 1 && errors[0].hasPrefix("session-bench: error: "), "\(context): one line: \(run.stderr)")
+        #expect(run.stdout.isEmpty, "\(context): standard output is an output too: \(run.stdout.prefix(200))")
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+        #expect(left == Set(Self.existing.keys), "\(context): files made or removed: \(left.sorted())")
+        for (name, text) in Self.existing {
+            let now = try? String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            #expect(now == text, "\(context): \(name) was changed")
+        }
+    }
+
+    func expectCheckRefusesAFullStandardOutput() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("limits.json")
+        try Data(
+            """
+            { "version": 1, "run": { "stores": ["mutex"], "scenarios": ["expiry-storm"], "rounds": 2, "tasks": 4 },
+              "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }
+            """.utf8
+        ).write(to: file)
+        for format in ["table", "json"] {
+            let run = try await ToolProcess.run(
+                ["check", "--thresholds", file.path, "--format", format, "--quiet"], stdout: "/dev/full", timeout: 60)
+            #expect(run.status == 2, "check --format \(format) > /dev/full: status \(run.status), \(run.stderr)")
+            #expect(run.stderr.contains("standard output"), "\(run.stderr)")
+        }
+    }
+
+    @Test("an output that names another output's file, or the baseline read, is refused before anything runs")
+    func outputsThatOverwriteEachOther() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let baseline = folder.appendingPathComponent("b.json").path
+        let saved = try await ToolProcess.run(["compare", "--output", baseline] + Self.quick + ["--repeats", "5"])
+        #expect(saved.status == 0, "\(saved.stderr)")
+        let before = try Data(contentsOf: URL(fileURLWithPath: baseline))
+        let same = folder.appendingPathComponent("same.json").path
+        let cases: [[String]] = [
+            ["--output", "csv:" + same, "--save-baseline", same],
+            ["--output", same, "--save-baseline", folder.path + "/./same.json"],
+            ["--append-output", same, "--save-baseline", same],
+            ["--baseline", folder.path + "/./b.json", "--output", baseline],
+            ["--baseline", baseline, "--append-output", baseline],
+            ["--baseline", baseline, "--save-baseline", baseline],
+        ]
+        for extra in cases {
+            let run = try await ToolProcess.run(["compare"] + Self.quick + extra, timeout: 60)
+            let context = extra.joined(separator: " ")
+            #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(context): \(run.stderr)")
+            #expect(run.stderr.contains("same file"), "\(context): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(context): nothing ran")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: baseline)) == before, "the baseline is as it was")
+        #expect(!FileManager.default.fileExists(atPath: same))
+    }
+
+    @Test("a FIFO no process reads: a one-line error in bounded time, for --output, --append-output and serve")
+    func fifoWithoutReader() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent("results.pipe").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for extra in [["--output", "csv:" + fifo], ["--append-output", fifo]] {
+            let run = try await ToolProcess.run(["compare"] + Self.quick + extra, timeout: 60)
+            let context = extra.joined(separator: " ")
+            #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(context): \(run.stderr)")
+            #expect(run.stderr.contains("no process reads"), "\(context): \(run.stderr)")
+            #expect(run.seconds < 30, "\(context): \(run.seconds) s")
+        }
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+    }
+}
