@@ -30,6 +30,10 @@ public struct FaultModel: Sendable, Hashable, Codable {
         case transientFailure
         case timeout
         case lostResponse
+        /// The server rotates the token and answers, but the access token it issues has expired by
+        /// the time it arrives (a lifetime shorter than the trip, or clocks apart): the client holds
+        /// a new refresh token and no usable access token.
+        case expiredOnArrival
     }
 
     func draw(using random: inout SeededRandom) -> Fault? {

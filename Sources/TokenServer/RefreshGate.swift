@@ -31,6 +31,10 @@ public final class RefreshGate: Sendable {
         for continuation in waiting { continuation.resume(returning: true) }
     }
 
+    /// Stops holding new calls, leaving the ones waiting held until ``release()``: the calls
+    /// after them overtake them.
+    public func admitNew() { state.withLock(visibleTo: self) { $0.isHeld = false } }
+
     /// Calls waiting at the gate now.
     public var waitingCount: Int { state.withLock(visibleTo: self) { $0.waiting.count } }
 

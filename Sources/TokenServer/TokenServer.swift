@@ -107,6 +107,8 @@ public final class TokenServer: StepUpEndpoint {
         var issued: [UInt64: IssuedToken] = [:]
         /// Scripted answers to the next sign-ins: a fault, or `nil` for a healthy one.
         var scriptedSignIns: [SignInFault?] = []
+        /// The lifetime of the tokens issued from now on, when it is not the configuration's.
+        var lifetime: Duration?
     }
 
     /// How a scripted sign-in fails.
@@ -120,6 +122,9 @@ public final class TokenServer: StepUpEndpoint {
     public let configuration: Configuration
     /// Holds refresh calls in flight on demand.
     public let gate = RefreshGate()
+    /// Holds sign-ins (not machine clients' grants) in flight on demand: a sign-in answered after
+    /// a sign-out, or after a later sign-in.
+    public let signInGate = RefreshGate()
     let clock: TokenClock
     let state: Mutex<State>
 
@@ -151,6 +156,12 @@ public final class TokenServer: StepUpEndpoint {
         state.withLock(visibleTo: self) { $0.scriptedSignIns = faults }
     }
 
+    /// From now on, access tokens live `lifetime` (`nil`: the configuration's), as a real server
+    /// may change `expires_in` from one grant to the next.
+    public func setTokenLifetime(_ lifetime: Duration?) {
+        state.withLock(visibleTo: self) { $0.lifetime = lifetime }
+    }
+
     /// Every access token issued so far, by generation: what the harness checks a returned token
     /// against (its session, user and expiry as issued, and the fingerprint of its value).
     public var issuedTokens: [UInt64: IssuedToken] { state.withLock(visibleTo: self) { $0.issued } }
@@ -178,6 +189,7 @@ public final class TokenServer: StepUpEndpoint {
 
     public func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
         let sentAt = Self.realNanoseconds()
+        _ = await signInGate.pass()
         let refusal = state.withLock(visibleTo: self) { state -> (LedgerEntry.Outcome, Int, Duration)? in
             guard !state.scriptedSignIns.isEmpty, let fault = state.scriptedSignIns.removeFirst() else { return nil }
             let outcome: LedgerEntry.Outcome = fault == .refused ? .refused : .transientFailure
@@ -281,7 +293,7 @@ public final class TokenServer: StepUpEndpoint {
         case .timeout?:
             log(.timedOut)
             return .failure(.timeout)
-        case .lostResponse?, nil:
+        case .lostResponse?, .expiredOnArrival?, nil:
             break
         }
         if state.families[record.family]?.isRevoked == true {
@@ -302,7 +314,7 @@ public final class TokenServer: StepUpEndpoint {
             record.redeemedAt = now
             state.refreshTokens[presented.value] = record
         }
-        let grant = issue(&state, family: record.family)
+        let grant = issue(&state, family: record.family, expired: fault == .expiredOnArrival)
         if fault == .lostResponse {
             log(.responseLost, issued: grant.accessToken.generation)
             return .failure(.timeout)
@@ -311,7 +323,7 @@ public final class TokenServer: StepUpEndpoint {
         return .success(grant)
     }
 
-    private func issue(_ state: inout State, family: UInt64) -> TokenGrant {
+    private func issue(_ state: inout State, family: UInt64, expired: Bool = false) -> TokenGrant {
         state.generation += 1
         let generation = state.generation
         let subject = state.families[family]!.subject
@@ -325,7 +337,8 @@ public final class TokenServer: StepUpEndpoint {
         }
         let access = AccessToken(
             value: opaque("eyJ", configuration.tokenSize),
-            subject: subject, generation: generation, expiresAt: clock.now() + configuration.tokenLifetime)
+            subject: subject, generation: generation,
+            expiresAt: clock.now() + (expired ? .zero : state.lifetime ?? configuration.tokenLifetime))
         state.issued[generation] = IssuedToken(
             family: family, subject: subject, expiresAt: access.expiresAt, fingerprint: access.fingerprint)
         if state.keepsAccessTokens { state.accessTokens[access.value] = access }

@@ -120,6 +120,8 @@ class SessionBoxStore: SessionStore, @unchecked Sendable {
 
     let configuration: SessionStoreConfiguration
     let current = Mutex<Box?>(nil)
+    /// The sign-in under way: a sign-out or a later sign-in replaces it, and its grant is dropped.
+    let signingIn = Mutex<UInt64>(0)
     /// Whether a refusal ends the box's session (the correct answer).
     var revocationEnds: Bool { true }
 
@@ -130,11 +132,21 @@ class SessionBoxStore: SessionStore, @unchecked Sendable {
     }
 
     func signIn(_ credentials: Credentials) async throws(SessionError) {
+        let attempt = signingIn.withLock { attempt in
+            attempt &+= 1
+            return attempt
+        }
         current.withLock { $0 = nil }
         switch await configuration.endpoint.signInResult(credentials) {
         case .success(let granted):
             let box = Box(granted)
-            current.withLock { $0 = box }
+            // Installed only if no sign-out or later sign-in came meanwhile.
+            let installed = signingIn.withLock { latest in
+                guard latest == attempt else { return false }
+                current.withLock { $0 = box }
+                return true
+            }
+            guard installed else { throw .signedOut }
             started(box)
         case .failure: throw .signInFailed
         }
@@ -143,7 +155,12 @@ class SessionBoxStore: SessionStore, @unchecked Sendable {
     /// A new session's box is in place.
     func started(_ box: Box) {}
 
-    func signOut() async { current.withLock { $0 = nil } }
+    func signOut() async {
+        signingIn.withLock { attempt in
+            attempt &+= 1
+            current.withLock { $0 = nil }
+        }
+    }
 
     func validToken() async throws(SessionError) -> AccessToken {
         guard let box = current.withLock({ $0 }) else { throw .signedOut }
@@ -320,5 +337,49 @@ final class KeepsSessionOnRefusalStore: WrappedStore, @unchecked Sendable {
 final class SwallowsSignInErrorStore: WrappedStore, @unchecked Sendable {
     override func signIn(_ credentials: Credentials) async throws(SessionError) {
         try? await inner.signIn(credentials)
+    }
+}
+
+/// Correct, with a refresh rate limit on real time, as Alamofire's `AuthenticationInterceptor`
+/// keeps one (`RefreshWindow`: at most 5 refreshes in 30 s, beyond which a request fails with
+/// `excessiveRefresh`): a refresh past the limit fails at once, without asking the server.
+final class RefreshWindowStore: WrappedStore, @unchecked Sendable {
+    /// The window and the most refreshes in it; the tests set it before making stores.
+    nonisolated(unsafe) static var window: (limit: Int, interval: Duration) = (5, .seconds(30))
+
+    required init(configuration: SessionStoreConfiguration) {
+        var limited = configuration
+        limited.endpoint = RefreshWindowEndpoint(
+            wrapped: configuration.endpoint, limit: Self.window.limit, interval: Self.window.interval)
+        super.init(configuration: limited)
+    }
+}
+
+final class RefreshWindowEndpoint: TokenEndpoint {
+    let wrapped: any TokenEndpoint
+    let limit: Int
+    let interval: Duration
+    private let refreshes = Mutex<[ContinuousClock.Instant]>([])
+
+    init(wrapped: any TokenEndpoint, limit: Int, interval: Duration) {
+        self.wrapped = wrapped
+        self.limit = limit
+        self.interval = interval
+    }
+
+    func signIn(_ credentials: Credentials) async throws(TokenEndpointError) -> TokenGrant {
+        try await wrapped.signIn(credentials)
+    }
+
+    func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant {
+        let allowed = refreshes.withLock { times in
+            let now = ContinuousClock.now
+            times.removeAll { now - $0 > interval }
+            guard times.count < limit else { return false }
+            times.append(now)
+            return true
+        }
+        guard allowed else { throw .transient }  // excessive refresh
+        return try await wrapped.refresh(refreshToken)
     }
 }

@@ -75,3 +75,41 @@ struct ContractModelTests {
         }
     }
 }
+
+/// A store whose refresh rate limit runs on real time is not a store that gives up: under the
+/// rounds' compressed time its refusals are reported apart, and `pace` spaces the rounds so they
+/// can be judged.
+@Suite("A refresh rate limit on real time", .serialized)
+struct RefreshWindowTests {
+    static func scenario(rounds: Int, pace: Duration? = nil) throws -> Scenario {
+        var scenario = try ScenarioCatalog.named("expiry-storm")
+        scenario.tasks = 8
+        scenario.rounds = rounds
+        scenario.pace = pace
+        return scenario
+    }
+
+    let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
+
+    @Test("5 refreshes in 30 s: refusals under compressed time are the store's own limit, not I12")
+    func compressed() async throws {
+        RefreshWindowStore.window = (5, .seconds(30))
+        let result = await runner.run(RefreshWindowStore.descriptor("refresh-window"), try Self.scenario(rounds: 12))
+        #expect(result.verdict == .pass, "\(result.violations)")
+        #expect(result.refusedByStoreLimit > 0)
+    }
+
+    @Test("paced so that the limit is never reached, nothing is refused; paced too tightly, a refusal is judged")
+    func paced() async throws {
+        RefreshWindowStore.window = (2, .milliseconds(400))
+        let spaced = await runner.run(
+            RefreshWindowStore.descriptor("refresh-window"), try Self.scenario(rounds: 5, pace: .milliseconds(500)))
+        #expect(spaced.verdict == .pass, "\(spaced.violations)")
+        #expect(spaced.refusedByStoreLimit == 0)
+        RefreshWindowStore.window = (1, .seconds(30))
+        let tight = await runner.run(
+            RefreshWindowStore.descriptor("refresh-window"), try Self.scenario(rounds: 3, pace: .milliseconds(10)))
+        #expect(tight.violations.contains { $0.invariant == .served }, "\(tight.violations)")
+        #expect(tight.refusedByStoreLimit == 0)
+    }
+}

@@ -63,7 +63,7 @@ struct OracleTests {
 
     @Test("every correct store passes every default scenario", arguments: StoreCatalog.correct)
     func control(_ store: StoreDescriptor) async throws {
-        for preset in ScenarioCatalog.defaults where preset.applies(to: store) {
+        for preset in ScenarioCatalog.defaults where preset.applies(to: store) && !preset.needsStorage {
             let scenario = try Self.small(preset.name)
             let result = await runner.run(store, scenario)
             #expect(result.verdict == .pass, "\(store.name) × \(scenario.name): \(result.violations) \(result.failure ?? "")")

@@ -6,19 +6,24 @@ import TokenServer
 /// The coordinator's own calls: sign-ins, sign-outs and reads it makes between the crowds'
 /// waves, each under the watchdog and judged like any caller's.
 extension RoundDriver {
-    /// Signs `account` in as its user in `slot` (0 or 1), timing it. Throws the sign-in's
-    /// error; returns `false` if the store hung.
+    /// Signs `account` in as its user in `slot` (0 or 1), timing it in the task that calls the
+    /// store, and with `fetchToken` reads the token right after it returns, in the same task.
+    /// Throws the sign-in's error; returns `false` if the store hung.
     mutating func signIn(_ account: Int, slot: Int, fetchToken: Bool = true) async throws(SessionError) -> Bool {
         let store = stores[account]
         let credentials = Credentials(subject: subjects[account][slot])
-        let t0 = TokenServer.realNanoseconds()
-        let result = await watched(.signIn, phase: "sign-in") { () async -> Result<Void, SessionError> in
-            do throws(SessionError) { return .success(try await store.signIn(credentials)) } catch {
-                return .failure(error)
-            }
-        }
-        guard let result else { return false }
-        let t1 = TokenServer.realNanoseconds()
+        let read = readsAfterFence(account, phase: "read right after sign-in", async: fetchToken && !server.gate.isHeld)
+        guard
+            let (t0, t1, result, reads) = await watched(.signIn, phase: "sign-in", { () async -> (Int64, Int64, Result<Void, SessionError>, [(ObservedCall, AccessToken?)]) in
+                let t0 = TokenServer.realNanoseconds()
+                let result: Result<Void, SessionError>
+                do throws(SessionError) { result = .success(try await store.signIn(credentials)) } catch {
+                    result = .failure(error)
+                }
+                let t1 = TokenServer.realNanoseconds()
+                return (t0, t1, result, result.failureValue == nil ? await read() : [])
+            })
+        else { return false }
         let family = server.ledger.entries.last {
             $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
         }?.family
@@ -33,22 +38,51 @@ extension RoundDriver {
         signedInSlot[account] = slot
         previousToken[account] = nil
         currentToken[account] = nil
-        if fetchToken { return await readCurrentToken(account, phase: "read after sign-in") != nil }
+        record(reads.map(\.0))
+        if let token = reads.first(where: { $0.0.request == .validToken })?.1 { currentToken[account] = token }
         return true
     }
 
-    /// Signs `account` out, timing it; `false` if the store hung.
+    /// Signs `account` out, timing it in the task that calls the store, and reads right after it
+    /// returns, in the same task (the synchronous read too, where the store has one); `false` if
+    /// the store hung.
     mutating func signOut(_ account: Int) async -> Bool {
         let store = stores[account]
-        let t0 = TokenServer.realNanoseconds()
-        guard await watched(.signOut, phase: "sign-out", { await store.signOut() }) != nil else { return false }
-        let t1 = TokenServer.realNanoseconds()
+        // Not `validToken()` while a refresh is held at the server: a store that kept the session
+        // would wait on that refresh, and the coordinator that holds it with it.
+        let read = readsAfterFence(account, phase: "read right after sign-out", async: !server.gate.isHeld)
+        guard
+            let (t0, t1, reads) = await watched(.signOut, phase: "sign-out", { () async -> (Int64, Int64, [(ObservedCall, AccessToken?)]) in
+                let t0 = TokenServer.realNanoseconds()
+                await store.signOut()
+                let t1 = TokenServer.realNanoseconds()
+                return (t0, t1, await read())
+            })
+        else { return false }
         events.append(
             SessionEvent(account: account, kind: .signOut, startedNanos: t0, returnedNanos: t1, clockAt: time.now))
         outcome.latencies.record(.signOut, nanoseconds: t1 - t0)
         outcome.operations += 1
         currentToken[account] = nil
+        record(reads.map(\.0))
         return true
+    }
+
+    /// The reads a sign-in or sign-out is followed by, in its own task: the synchronous read
+    /// first, where the store has one, then (`async`) `validToken()`.
+    func readsAfterFence(_ account: Int, phase: String, async: Bool) -> @Sendable () async -> [(ObservedCall, AccessToken?)] {
+        let store = stores[account], subjects = self.subjects, clock = TokenClock.manual(time)
+        let requests: [StoreCall] = (store is any SynchronousTokenReading ? [.currentToken] : []) + (async ? [.validToken] : [])
+        return {
+            var reads: [(ObservedCall, AccessToken?)] = []
+            for request in requests {
+                reads.append(
+                    await request.perform(
+                        on: store, caller: -1, account: account, kind: request.isSync ? .syncRead : .read, phase: phase,
+                        clock: clock, subjects: subjects))
+            }
+            return reads
+        }
     }
 
     /// One `validToken()` of the coordinator's, judged like any caller's. `nil` if the store
@@ -99,6 +133,12 @@ extension RoundDriver {
         for account in stores.indices {
             let errors = calls.filter { $0.account == account }.compactMap(\.error)
             let lost = errors.contains { $0 == .refreshTokenRevoked || $0 == .signedOut }
+            if errors.contains(.refreshTokenRevoked) {
+                // The session is over: a read now gets nothing of it, however fresh its token.
+                guard await readCurrentToken(account, phase: "read after the session was refused") != nil else {
+                    return false
+                }
+            }
             if lost {
                 do { guard try await signIn(account, slot: signedInSlot[account]) else { return false } } catch {
                     outcome.failure = "sign-in after a lost session failed: \(error)"

@@ -11,7 +11,7 @@ extension RoundDriver {
     /// session — and calls started after the fence returned, before and after the discarded
     /// refresh lands, must get nothing of it.
     mutating func inFlightFenceRound(round: Int, fence: Fence) async -> Bool {
-        time.advance(by: scenario.tokenLifetime)
+        advancePastExpiry()
         server.setContext("round \(round) \(fence) with a refresh in flight")
         let tasks = scenario.tasks
         let probes = max(stores.count, min(tasks, 8))
@@ -123,6 +123,65 @@ extension RoundDriver {
         }
         record(results.flatMap { $0 })
         return await afterFence(fence, round: round)
+    }
+
+    /// A sign-in held at the server while the session ends another way: the same user signs out
+    /// (`overtaking: nil`), or another sign-in starts and returns first (`overtaking` is its
+    /// user). The held sign-in, answered last, is overtaken: its grant must never be handed out,
+    /// the session is the later event's.
+    mutating func heldSignInRound(round: Int, overtaking: Fence) async -> Bool {
+        server.setContext("round \(round) a sign-in overtaken by a \(overtaking)")
+        let gate = server.signInGate
+        for account in stores.indices {
+            let arrivals = gate.arrivals
+            gate.hold()
+            let held = startSignIn(account, slot: overtaking == .signOut ? signedInSlot[account] : 1 - signedInSlot[account])
+            let deadline = ContinuousClock.now + runner.hangTimeout
+            while gate.arrivals == arrivals, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
+            gate.admitNew()
+            let ended: Bool
+            if overtaking == .signOut {
+                ended = await signOut(account)
+            } else {
+                do { ended = try await signIn(account, slot: signedInSlot[account]) } catch {
+                    outcome.failure = "a sign-in the server granted failed: \(error)"
+                    gate.release()
+                    return false
+                }
+            }
+            guard ended, await probeSynchronousRead("round \(round) right after the \(overtaking), a sign-in still held")
+            else {
+                gate.release()
+                return false
+            }
+            gate.release()
+            guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
+            else { return false }
+            events.append(event)
+            guard await readCurrentToken(account, phase: "round \(round) after the overtaken sign-in returned") != nil,
+                await probeSynchronousRead("round \(round) after the overtaken sign-in returned")
+            else { return false }
+        }
+        return overtaking == .signOut ? await afterFence(.signOut, round: round) : true
+    }
+
+    /// A sign-in of `account`'s user `slot` in a task of its own, recorded when it returns.
+    func startSignIn(_ account: Int, slot: Int) -> Task<SessionEvent, Never> {
+        let store = stores[account], server = self.server, time = self.time
+        let credentials = Credentials(subject: subjects[account][slot])
+        return Task {
+            let t0 = TokenServer.realNanoseconds()
+            let at = time.now
+            var failure: SessionError?
+            do throws(SessionError) { try await store.signIn(credentials) } catch { failure = error }
+            let t1 = TokenServer.realNanoseconds()
+            let family = server.ledger.entries.last {
+                $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
+            }?.family
+            return SessionEvent(
+                account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1,
+                error: failure, clockAt: at)
+        }
     }
 
     // MARK: Helpers

@@ -71,8 +71,16 @@ extension RoundDriver {
     /// server.
     mutating func rejectionRound(round: Int) async -> Bool {
         let racing = round % 2 == 1
-        if racing { time.advance(by: scenario.tokenLifetime) }
+        if racing { advancePastExpiry() }
+        // Every tenth round an administrator has revoked the session: the 401 storm's refresh is
+        // refused while the token itself has not expired, and nothing of the session may be
+        // handed out after a caller was told (recover() signs in again).
+        let revoked = round % 10 == 4
+        if revoked {
+            for account in stores.indices { server.revokeSessions(of: subjects[account][signedInSlot[account]]) }
+        }
         guard await staggeredStorm(round: round, rejecting: true, racing: racing) else { return false }
+        if revoked { return true }
         let stale = previousToken
         guard stale.allSatisfy({ $0 != nil }) else { return true }
         server.setContext("round \(round) stale 401s")
@@ -112,7 +120,7 @@ extension RoundDriver {
     /// A storm against a server scripted to fail as `fault` says, then follow-up calls one
     /// at a time until the server's script is used up and one call succeeds.
     mutating func flakyRound(round: Int, fault: RoundFault) async -> Bool {
-        time.advance(by: scenario.tokenLifetime)
+        advancePastExpiry()
         server.setContext("round \(round) (\(fault.rawValue))")
         let ledgerStart = server.ledger.entries.count
         server.scriptRefreshes(fault.script)
@@ -184,7 +192,7 @@ extension RoundDriver {
     /// server sees a cancelled refresh call as a dropped connection, so a refresh that dies
     /// with its initiator fails for everyone.
     mutating func cancellationRound(round: Int) async -> Bool {
-        time.advance(by: scenario.tokenLifetime)
+        advancePastExpiry()
         let ledgerStart = server.ledger.entries.count
         let tasks = scenario.tasks
         enum Plan: String {
@@ -214,7 +222,18 @@ extension RoundDriver {
             if caller == 0 { initiator.tasks[0].cancel() } else { others.tasks[caller - 1].cancel() }
         }
         await settle()
-        guard let storm = await releaseAndCollect([initiator, others], round: round, ledgerStart: ledgerStart) else {
+        // Every other round with the initiator cancelled, callers arrive after the cancellations,
+        // the refresh still held: they join it, and nothing a cancellation cleared may start
+        // another. (Not in every round: a store whose cancellation poisons the waiters must also
+        // meet rounds where nobody comes after it.)
+        let lateCount = plan == .initiatorAndOthers && round % 4 == 0 ? max(stores.count, min(tasks, 8)) : 0
+        let late = launch(
+            tasks..<(tasks + lateCount), kind: .refreshWait,
+            phase: "round \(round) callers arriving after the cancellations", plan: read)
+        guard await entered(late) else { return false }
+        await settle()
+        guard let storm = await releaseAndCollect([initiator, others, late], round: round, ledgerStart: ledgerStart)
+        else {
             return false
         }
         for account in stores.indices {

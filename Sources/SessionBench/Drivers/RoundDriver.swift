@@ -131,6 +131,17 @@ struct RoundDriver {
 
     // MARK: One round
 
+    /// Moves the clock to the instant the accounts' current tokens expire (the latest of them),
+    /// less `short`; by a token lifetime when no token is known.
+    func advancePastExpiry(short: Duration = .zero) {
+        let expiries = currentToken.compactMap { $0?.expiresAt }
+        guard let latest = expiries.max(), latest > time.now else {
+            time.advance(by: scenario.tokenLifetime - short)
+            return
+        }
+        time.advance(by: latest.duration(since: time.now) - short)
+    }
+
     /// Plays one round; `false` when the store hung and the run must stop.
     mutating func play(round: Int) async -> Bool {
         server.setContext("round \(round)")
@@ -138,9 +149,14 @@ struct RoundDriver {
         case .steadyReads, .crashRestart, .sharedStorage, .replicas, .stepUp, .sessionStates:
             preconditionFailure("\(scenario.kind.rawValue) has a driver of its own")
         case .expiryStorm, .family:
-            // Odd rounds stop short of expiry, inside the refresh skew: the token is due, not
-            // expired, and must be refreshed all the same.
-            time.advance(by: round % 2 == 1 ? scenario.tokenLifetime - contract.skew / 2 : scenario.tokenLifetime)
+            // Odd rounds stop short of expiry, halfway into the refresh skew: the token is due,
+            // not expired, and must be refreshed all the same. (Not on the skew's edge: whether a
+            // token exactly `skew` from expiry is due is the store's to decide.) Every third
+            // round's refresh brings a token that lives half as long: a store must read each
+            // token's own expiry.
+            advancePastExpiry(short: round % 2 == 1 ? contract.skew / 2 : .zero)
+            server.setTokenLifetime(round % 3 == 2 ? scenario.tokenLifetime / 2 : nil)
+            defer { server.setTokenLifetime(nil) }
             return await staggeredStorm(round: round, rejecting: false, racing: false)
         case .flakyServer:
             return await flakyRound(round: round, fault: faultPlan[round % max(faultPlan.count, 1)])
@@ -153,18 +169,20 @@ struct RoundDriver {
         case .rejectionStorm:
             return await rejectionRound(round: round)
         case .signOutRace:
-            switch round % 4 {
+            switch round % 5 {
             case 0: return await inFlightFenceRound(round: round, fence: .signOut)
             case 1: return await cachedFenceRound(round: round, fence: .signOut)
             case 2: return await inFlightFenceRound(round: round, fence: .signOutAndBack)
-            default: return await cachedFenceRound(round: round, fence: .signOutTwice)
+            case 3: return await cachedFenceRound(round: round, fence: .signOutTwice)
+            default: return await heldSignInRound(round: round, overtaking: .signOut)
             }
         case .userSwitch:
-            switch round % 4 {
+            switch round % 5 {
             case 0: return await inFlightFenceRound(round: round, fence: .userSwitch)
             case 1: return await cachedFenceRound(round: round, fence: .userSwitch)
             case 2: return await inFlightFenceRound(round: round, fence: .signInAgain)
-            default: return await cachedFenceRound(round: round, fence: .refusedSwitch)
+            case 3: return await cachedFenceRound(round: round, fence: .refusedSwitch)
+            default: return await heldSignInRound(round: round, overtaking: .userSwitch)
             }
         }
     }

@@ -17,6 +17,9 @@ enum RoundFault: String, Sendable, CaseIterable {
     /// An administrator revoked the session before the storm: its refresh is refused
     /// (`invalid_grant`), the session is over until the next sign-in.
     case revoked
+    /// The storm's refresh rotates the token, but the access token arrives expired: the round
+    /// fails, and the next refresh must present the new refresh token, not the used one.
+    case expiredOnArrival
 
     /// Scripted answers: the storm's refresh first, then the follow-up calls'.
     var script: [FaultModel.Fault?] {
@@ -25,6 +28,7 @@ enum RoundFault: String, Sendable, CaseIterable {
         case .transient: [.transientFailure]
         case .timeout: [.timeout]
         case .lostResponse: [.lostResponse]
+        case .expiredOnArrival: [.expiredOnArrival]
         case .outage: [.transientFailure, .transientFailure, .transientFailure]
         case .backToBack: [.transientFailure, .transientFailure]
         }
@@ -40,6 +44,7 @@ enum RoundFault: String, Sendable, CaseIterable {
             (.backToBack, faults.transientFailureRate > 0 ? max(1, rounds / 10) : 0),
             (.lostResponse, share(faults.lostResponseRate)),
             (.revoked, faults.transientFailureRate > 0 ? max(1, rounds / 20) : 0),
+            (.expiredOnArrival, faults.transientFailureRate > 0 ? 1 : 0),
         ]
         // One of each class first, then the rest of each share, then healthy rounds.
         var deck: [RoundFault] = []
@@ -51,6 +56,9 @@ enum RoundFault: String, Sendable, CaseIterable {
         deck = Array(deck.prefix(rounds))
         deck += repeatElement(.healthy, count: rounds - deck.count)
         deck.shuffle(using: &random)
+        // A failure first, before the store has refreshed much: a store that keeps its first
+        // failure shows it at once, before anything could pass for a refresh rate limit.
+        if let first = deck.firstIndex(of: .transient) { deck.swapAt(0, first) }
         return deck
     }
 }

@@ -48,7 +48,8 @@ struct SteadyDriver {
         server.setContext("steady reads")
         let link = ServerLink(server, runner: runner)
         defer { link.close() }
-        let store = descriptor.make(SessionStoreConfiguration(endpoint: link.endpoint, clock: clock))
+        let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: clock)
+        let store = descriptor.make(configuration)
         let signInStart = TokenServer.realNanoseconds()
         do {
             try await store.signIn(Credentials(subject: Subject("steady-user")))
@@ -114,8 +115,19 @@ struct SteadyDriver {
         // OS threads of their own.
         if let reader = store as? any SynchronousTokenReading, scenario.arrivalRate == nil {
             let driver = SyncReadDriver(scenario: scenario, oracle: oracle, hangTimeout: runner.hangTimeout)
+            let phaseStart = (TokenServer.realNanoseconds(), clock.now())
             switch await driver.run(reader, clock: clock) {
             case .finished(let figures, let latency, let anomalies):
+                // Every nil needs a reason: a refresh under way, or a token due, during the phase.
+                let timeline = SessionTimeline(
+                    events: [signedIn], entries: server.ledger.entries, issued: server.issuedTokens)
+                if let finding = ContractJudge(skew: configuration.refreshSkew)
+                    .judgeMisses(
+                        figures.misses, of: figures.operations + figures.misses, account: 0, timeline: timeline,
+                        from: phaseStart, to: (TokenServer.realNanoseconds(), clock.now()))
+                {
+                    oracle.report(finding)
+                }
                 outcome.syncRead = figures
                 outcome.clockAnomalies += anomalies
                 if latency.totalCount > 0 { recorder.add(.syncRead, latency) }
@@ -139,7 +151,28 @@ struct SteadyDriver {
         outcome.emptyStoreThroughput = empty.throughput
         outcome.bareLoopThroughput = bare.throughput
         judge(errors, server: server, events: [signedIn])
+        judgeRefreshes(server: server, clock: clock, skew: configuration.refreshSkew)
         return outcome
+    }
+
+    /// Reads alone (no 401s) of a token that was never near expiry need no refresh at all: a store
+    /// that refreshes a fresh token on its own is refreshing for nothing (I1: no expiry, yet refresh
+    /// calls).
+    func judgeRefreshes(server: TokenServer, clock: TokenClock, skew: Duration) {
+        guard scenario.readersPerWriter == nil else { return }
+        let entries = server.ledger.entries
+        guard let first = entries.first(where: { $0.call == .signIn }), let generation = first.issuedGeneration,
+            let expiry = server.issuedTokens[generation]?.expiresAt, expiry > clock.now() + skew
+        else { return }
+        let refreshes = entries.filter { $0.call == .refresh }
+        guard let earliest = refreshes.first else { return }
+        oracle.report(
+            .singleFlight,
+            "\(refreshes.count) refresh call(s) while callers only read a token that was never near expiry: a fresh token is handed out as it is",
+            trace: [
+                "the token expires \(InputRange.text((expiry.duration(since: clock.now()).secondsValue * 10).rounded() / 10)) s after the run ended; no caller reported a 401",
+                "the first: " + Oracle.describe(earliest),
+            ])
     }
 
     /// Every error of a steady run needs a cause in the ledger; the ledger is audited too.

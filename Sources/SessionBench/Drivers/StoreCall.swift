@@ -8,10 +8,12 @@ enum StoreCall: Sendable {
     case tokenRejected(AccessToken)
     /// `currentToken()`, on a store that offers it (``SynchronousTokenReading``).
     case currentToken
+    /// An API object's `token()`, which promises what the store's `validToken()` does.
+    case clientToken(any SessionClient)
 
     var request: CallRequest {
         switch self {
-        case .validToken: .validToken
+        case .validToken, .clientToken: .validToken
         case .tokenRejected(let token): .tokenRejected(generation: token.generation)
         case .currentToken: .currentToken
         }
@@ -36,6 +38,8 @@ enum StoreCall: Sendable {
             }
         case .currentToken:
             result = .success(reader?.currentToken())
+        case .clientToken(let client):
+            do throws(SessionError) { result = .success(try await client.token()) } catch { result = .failure(error) }
         }
         let t1 = TokenServer.realNanoseconds()
         let endedAt = clock.now()

@@ -38,8 +38,8 @@ struct ContractJudge {
     /// own is judged like any other error.
     let paced: Bool
     /// Calls the store refused on its own, with no failed refresh behind them, right after it had
-    /// refreshed its session twice or more in the last ``limitWindow`` of real time: a refresh
-    /// rate limit on real time meeting the rounds' compressed time. Reported apart, not judged.
+    /// sent three refreshes or more in the last ``limitWindow`` of real time: a refresh rate limit
+    /// on real time meeting the rounds' compressed time. Reported apart, not judged.
     private(set) var refusedByStoreLimit: [ObservedCall] = []
     /// How far back a store's recent refreshes count toward its own rate limit.
     static let limitWindow: Int64 = 30_000_000_000
@@ -111,14 +111,20 @@ struct ContractJudge {
                             ]))
                 }
             }
-            if let told = revokedTold[session.family], let late = refreshes.first(where: { $0.sentAt > told }) {
+            // After the server refused the session (and surely once a caller was told), nothing
+            // refreshes it: a refresh decided before the refusal arrived overlapped the refused one.
+            let over = min(revokedTold[session.family] ?? .max, session.refusedAt ?? .max)
+            if over < .max, let late = refreshes.first(where: { $0.sentAt > over }) {
                 report(
                     Finding(
                         invariant: .revocationFinal,
                         summary:
-                            "a refresh of a session after the store had told a caller the server refused it: the session is over until the next sign-in",
+                            "a refresh of a session the server had refused: the session is over until the next sign-in",
                         trace: [
-                            "a call returned 'refresh token revoked' at +\(relative(told, timeline))",
+                            "the refusal was answered at +\(relative(over, timeline))"
+                                + (session.refusedAt.flatMap { at in
+                                    refreshes.first { $0.respondedAt == at }.map { ": " + Oracle.describe($0) }
+                                } ?? ""),
                             "then: " + Oracle.describe(late),
                         ]))
             }
@@ -220,7 +226,9 @@ struct ContractJudge {
         // I8, I9: a session not ended before the call started.
         if let ended = session.ended, call.startedNanos > ended.returnedNanos {
             let switched = isSwitch(ended, from: session)
-            let how = ended.isSignIn ? (switched ? "another user's sign-in" : "a new sign-in") : "the sign-out"
+            let refused = ended.isSignIn && ended.family == nil ? "refused " : ""
+            let how =
+                ended.isSignIn ? (switched ? "another user's \(refused)sign-in" : "a new \(refused)sign-in") : "the sign-out"
             return Finding(
                 invariant: switched ? .noCrossUserLeak : .signOutFence,
                 summary: "\(who) started after \(how) returned and got generation \(token.generation) of the ended session",
@@ -244,10 +252,16 @@ struct ContractJudge {
                     } ?? []
                 } ?? []))
         }
-        // I4: unexpired when returned; a token held before the call, outside the skew.
+        // I4: unexpired when returned; a token held before the call, outside the skew. (Not for the
+        // waiters of a refresh whose token arrived expired: the store had no fresh one to give
+        // them; what it owes then is to keep the rotated refresh token, which the ledger judges.)
         let delivered = timeline.deliveredAt[token.generation] ?? .max
         let heldBefore = delivered < call.startedNanos
-        if record.expiresAt <= call.endedAt || (heldBefore && record.expiresAt <= call.startedAt + skew) {
+        // Inside the skew, not on its edge: whether a token exactly `skew` from expiry is due is
+        // the store's to decide (`expires - now > skew` and `>=` are both in use).
+        if heldBefore || !timeline.expiredOnArrival.contains(token.generation),
+            record.expiresAt <= call.endedAt || (heldBefore && record.expiresAt < call.startedAt + skew)
+        {
             let expired = record.expiresAt <= call.startedAt
             return Finding(
                 invariant: .fresh,
@@ -299,7 +313,9 @@ struct ContractJudge {
 
     /// `currentToken()` answered `nil`: only when no session was surely current, its token was
     /// due, or a refresh was possibly under way (or the store was still taking in the newest grant).
-    private func judgeNil(_ call: ObservedCall, who: String, _ timeline: SessionTimeline) -> Finding? {
+    private func judgeNil(
+        _ call: ObservedCall, who: String, _ timeline: SessionTimeline, requireHandedOut: Bool = true
+    ) -> Finding? {
         let atStart = timeline.current(account: call.account, at: call.startedNanos)
         let atEnd = timeline.current(account: call.account, at: call.endedNanos)
         guard !atStart.noneAllowed, !atEnd.noneAllowed, atStart.families.count == 1,
@@ -311,8 +327,8 @@ struct ContractJudge {
             let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
             let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
             // The store had taken the newest grant in: a caller had been handed it.
-            let handed = watermark.highest(family: family, endedBefore: call.startedNanos),
-            handed.generation >= newest
+            !requireHandedOut
+                || (watermark.highest(family: family, endedBefore: call.startedNanos)?.generation ?? 0) >= newest
         else { return nil }
         return Finding(
             invariant: .served,
@@ -321,6 +337,26 @@ struct ContractJudge {
                 "generation \(newest) (family \(family)) was current and handed out before the call; it expires at \(record.expiresAt.nanoseconds)ns, the call ran at \(call.startedAt.nanoseconds)ns",
                 "no sign-in, sign-out or refresh of the session was under way during the call",
             ])
+    }
+
+    /// `misses` of `calls` to `currentToken()`, counted (not recorded one by one) over a phase
+    /// from `start` to `end` (real nanoseconds, store clock): a nil needs a reason somewhere in it.
+    func judgeMisses(
+        _ misses: UInt64, of calls: UInt64, account: Int, timeline: SessionTimeline,
+        from start: (Int64, TokenInstant), to end: (Int64, TokenInstant)
+    ) -> Finding? {
+        guard misses > 0 else { return nil }
+        let phase = ObservedCall(
+            caller: 0, account: account, kind: .syncRead, request: .currentToken, phase: "synchronous reads",
+            startedAt: start.1, endedAt: end.1, startedNanos: start.0, endedNanos: end.0, answer: .none,
+            wasCancelled: false)
+        guard let finding = judgeNil(phase, who: "synchronous reads", timeline, requireHandedOut: false) else {
+            return nil
+        }
+        return Finding(
+            invariant: finding.invariant,
+            summary: "synchronous reads: currentToken() answered nil \(misses) time(s) of \(calls), with a fresh token and no refresh under way",
+            trace: finding.trace)
     }
 
     private func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
@@ -387,7 +423,18 @@ struct ContractJudge {
                 trace: attemptsTrace(refreshes, during: call, timeline))
         case .signedOut:
             if current.noneAllowed || overlapping != nil { return nil }
-            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) { return nil }
+            let refused = families.compactMap { timeline.sessions[$0]?.refusedAt }.filter { $0 <= call.endedNanos }
+            // A session the server refused is over: 'signed out' after that is fair; but a caller that
+            // was waiting when the refusal came is one of its waiters, told 'refresh token revoked'.
+            if let at = refused.min(), at < call.startedNanos { return nil }
+            if let at = refused.min() {
+                return Finding(
+                    invariant: .sessionKept,
+                    summary:
+                        "\(who) was waiting when the server refused its session's refresh token and got 'signed out', not 'refresh token revoked'",
+                    trace: ["the refusal came at +\(relative(at, timeline)), while the call waited"]
+                        + attemptsTrace(refreshes, during: call, timeline))
+            }
             return Finding(
                 invariant: .sessionKept,
                 summary:
@@ -402,18 +449,20 @@ struct ContractJudge {
 
     // MARK: Helpers
 
-    /// A `refreshFailed` with no failed refresh of its session answered during the call, from a
-    /// store whose last refresh of that session succeeded and that had refreshed it at least twice
-    /// in the real time just before: its own rate limit, not a store giving up, nor one replaying a
-    /// failure (its last refresh failed). A paced run excuses nothing.
+    /// A `refreshFailed` with no failed refresh answered during the call, from a store that had
+    /// sent three refreshes or more (of any of its account's sessions, whatever their answers) in
+    /// the real time just before: its own rate limit, as real ones count attempts (Alamofire's
+    /// `RefreshWindow`: 5 in 30 s). A store that gives up refreshes nothing first, and one that
+    /// replays its first failure does so after one or two: those stay judged (I12, I10). A paced
+    /// run excuses nothing.
     private func isStoreLimitRefusal(_ call: ObservedCall, _ timeline: SessionTimeline) -> Bool {
         guard !paced, call.error == .refreshFailed, !call.wasCancelled else { return false }
-        let families = timeline.current(account: call.account, at: call.startedNanos).families
-        let refreshes = families.flatMap { timeline.refreshes(of: $0) }
+        let refreshes = timeline.sessions.values.filter { $0.account == call.account }
+            .flatMap { timeline.refreshes(of: $0.family) }
         guard !refreshes.contains(where: { $0.isPassingFailure && answered($0, within: call) }) else { return false }
-        let before = refreshes.filter { $0.sentAt <= call.startedNanos }
-        guard let last = before.max(by: { $0.sentAt < $1.sentAt }), last.deliveredGrant else { return false }
-        return before.count { $0.sentAt >= call.startedNanos - Self.limitWindow && $0.deliveredGrant } >= 2
+        return refreshes.count {
+            $0.sentAt <= call.startedNanos && $0.sentAt >= call.startedNanos - Self.limitWindow
+        } >= 3
     }
 
     private func isSwitch(_ ended: SessionEvent, from session: SessionTimeline.Session) -> Bool {

@@ -41,6 +41,8 @@ struct SessionTimeline {
     private(set) var deliveredAt: [UInt64: Int64] = [:]
     /// Generations by family, in the order issued.
     private(set) var generations: [UInt64: [UInt64]] = [:]
+    /// Generations whose access token had expired by the time its answer arrived.
+    private(set) var expiredOnArrival: Set<UInt64> = []
     let issued: [UInt64: TokenServer.IssuedToken]
     let entries: [LedgerEntry]
 
@@ -63,6 +65,7 @@ struct SessionTimeline {
                 deliveredAt[generation] = answered
             }
             if let generation = entry.issuedGeneration { generations[entry.family, default: []].append(generation) }
+            if let generation = entry.issuedGeneration, entry.deliveredExpired { expiredOnArrival.insert(generation) }
             guard entry.call == .refresh, entry.family != 0 else { continue }
             refreshes[entry.family, default: []].append(entry)
             if entry.isInvalidGrant, let answered = entry.respondedAt, sessions[entry.family]?.refusedAt == nil {

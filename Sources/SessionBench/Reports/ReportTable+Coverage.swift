@@ -63,7 +63,7 @@ extension ResultsReport {
             let refused = runs.reduce(0) { $0 + $1.refusedByStoreLimit }
             if refused > 0 {
                 notJudged.append(
-                    "\(refused) call(s) the store refused on its own right after refreshing twice or more in 30 s of real "
+                    "\(refused) call(s) the store refused on its own right after sending three refreshes or more in 30 s of real "
                         + "time: a refresh rate limit on real time, tripped by the rounds' compressed time (--pace 6s spaces them)")
             }
             promise(.persistence, "persistence I14–I17", [.crashRestart], "crash-restart")

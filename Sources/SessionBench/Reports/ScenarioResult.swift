@@ -60,7 +60,7 @@ public struct ScenarioResult: Sendable, Codable {
     /// What the store declares it offers beyond the base contract: which promises can be judged.
     public var offers: StoreOffers?
     /// Calls the store refused on its own ('refresh failed' with no failed refresh behind it) right
-    /// after refreshing twice or more in 30 s of real time: a rate limit on real time that the
+    /// after sending three refreshes or more in 30 s of real time: a rate limit on real time that the
     /// rounds' compressed time trips. Not judged; `--pace` spaces the rounds so they can be.
     public var refusedByStoreLimit: Int = 0
     public var hang: Hang?

@@ -252,10 +252,15 @@ public enum ScenarioCatalog {
         Scenario(name: "session-states", kind: .sessionStates, tasks: 100, rounds: 3),
     ]
 
-    /// What `compare` runs when no scenario is named: every preset but the 100,000-caller
-    /// scale storm and the crash scenarios (which start and kill a process per round), each
-    /// run by name.
-    public static var defaults: [Scenario] { all.filter { $0.kind != .scaleStorm && !$0.needsStorage } }
+    /// What `compare` runs when no scenario is named: every preset over one store but the
+    /// 100,000-caller scale storm, and the scenarios over storage once each, on the plain JSON
+    /// file, so that a store that keeps or shares its session is judged on it (they run only such
+    /// stores). The scale storm, the grace-window variant, the other backends and the replicas run
+    /// by name.
+    public static var defaults: [Scenario] {
+        all.filter { $0.kind != .scaleStorm && !$0.needsStorage }
+            + ["crash-restart:json-file", "shared-storage:json-file"].flatMap { (try? resolved($0)) ?? [] }
+    }
 
     public static func named(_ name: String) throws(ScenarioError) -> Scenario {
         guard let scenario = all.first(where: { $0.name == name }) else { throw .unknown(name) }

@@ -81,15 +81,20 @@ struct SessionStatesDriver {
             outcome.failure = "the subscribers' sessionStates() calls did not return"
             return nil
         }
+        let calls = CallLog(users: StatesRun.users, clock: .manual(time), server: server)
         var run = StatesRun(
             observers: logs.count, timedObservers: observers, lag: lag, oracle: oracle, runner: runner, time: time, server: server, store: store,
-            logs: logs, lifetime: scenario.tokenLifetime)
+            logs: logs, lifetime: scenario.tokenLifetime, calls: calls)
         for round in 0..<scenario.rounds {
             guard await run.play(round: round, last: round == scenario.rounds - 1, outcome: &outcome) else {
                 return nil
             }
         }
         run.checkSequences()
+        // Every call the subscribers' scenario made, judged against the contract like any other.
+        var coverage = outcome.coverage ?? LifecycleCoverage()
+        coverage.merge(calls.judge(skew: configuration.refreshSkew, into: oracle))
+        outcome.coverage = coverage
         link.measure(into: &outcome)
         return server.ledger.refreshCalls
     }
@@ -108,7 +113,10 @@ struct StatesRun {
     let store: any ObservableSessionStore
     let logs: [SessionStatesDriver.Log]
     let lifetime: Duration
-    let subjects = [Subject("observed-user-a@example.test"), Subject("observed-user-b@example.test")]
+    /// Records and judges the store calls the events make.
+    let calls: CallLog
+    static let users = [Subject("observed-user-a@example.test"), Subject("observed-user-b@example.test")]
+    var subjects: [Subject] { Self.users }
     /// Generations issued by refreshes that a sign-out discarded: no subscriber may be told of them.
     var discarded: Set<UInt64> = []
     var current: AccessToken?
@@ -121,12 +129,12 @@ struct StatesRun {
     }
 
     mutating func play(round: Int, last: Bool, outcome: inout DriverOutcome) async -> Bool {
-        let store = self.store, time = self.time, lifetime = self.lifetime
+        let store = self.store, time = self.time, lifetime = self.lifetime, calls = self.calls
         let first = subjects[round % 2], other = subjects[(round + 1) % 2]
         // Sign-in, expiry, 401.
         guard await signIn(first, event: "round \(round): sign-in", outcome: &outcome),
             await change("round \(round): expiry", outcome: &outcome, { () async -> Change in
-                .token(await Self.result { () async throws(SessionError) in try await store.validToken() })
+                .token(await calls.call(.validToken, on: store, phase: "round \(round): expiry"))
             }, before: { time.advance(by: lifetime) }),
             await rejection("round \(round): 401", outcome: &outcome)
         else { return false }
@@ -140,8 +148,9 @@ struct StatesRun {
         guard await change("round \(round): ten 401s back to back", outcome: &outcome, timed: false, { () async -> Change in
             var latest = token
             for _ in 0..<10 {
-                do throws(SessionError) { latest = try await store.tokenRejected(latest) } catch {
-                    return .token(.failure(error))
+                switch await calls.call(.tokenRejected(latest), on: store, kind: .rejection, phase: "round \(round): ten 401s") {
+                case .success(let token): latest = token
+                case .failure(let error): return .token(.failure(error))
                 }
             }
             return .token(.success(latest))
@@ -156,11 +165,11 @@ struct StatesRun {
         server.revokeSessions(of: first)
         guard let revokedToken = current else { return false }
         guard await change("round \(round): revocation", outcome: &outcome, { () async -> Change in
-            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(revokedToken) })
+            .token(await calls.call(.tokenRejected(revokedToken), on: store, kind: .rejection, phase: "round \(round): revocation"))
         }) else { return false }
         if last {
             return await change("round \(round): sign-out", outcome: &outcome, { () async -> Change in
-                await store.signOut()
+                await calls.signOut(store)
                 return .done
             })
         }
@@ -189,20 +198,18 @@ struct StatesRun {
     }
 
     mutating func signIn(_ subject: Subject, event: String, outcome: inout DriverOutcome) async -> Bool {
-        let store = self.store
+        let store = self.store, calls = self.calls
         return await change(event, outcome: &outcome) { () async -> Change in
-            .token(await Self.result { () async throws(SessionError) in
-                try await store.signIn(Credentials(subject: subject))
-                return try await store.validToken()
-            })
+            do throws(SessionError) { try await calls.signIn(subject, on: store) } catch { return .token(.failure(error)) }
+            return .token(await calls.call(.validToken, on: store, phase: event))
         }
     }
 
     mutating func rejection(_ event: String, outcome: inout DriverOutcome) async -> Bool {
         guard let token = current else { return false }
-        let store = self.store
+        let store = self.store, calls = self.calls
         return await change(event, outcome: &outcome) { () async -> Change in
-            .token(await Self.result { () async throws(SessionError) in try await store.tokenRejected(token) })
+            .token(await calls.call(.tokenRejected(token), on: store, kind: .rejection, phase: event))
         }
     }
 
@@ -211,14 +218,14 @@ struct StatesRun {
         server.setContext(event)
         server.gate.hold()
         time.advance(by: lifetime)
-        let store = self.store
-        let reader = Task { await Self.result { () async throws(SessionError) in try await store.validToken() } }
+        let store = self.store, calls = self.calls
+        let reader = Task { await calls.call(.validToken, on: store, kind: .refreshWait, phase: event) }
         let deadline = ContinuousClock.now + runner.hangTimeout
         while server.gate.waitingCount == 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(1))
         }
         guard await change(event, outcome: &outcome, { () async -> Change in
-            await store.signOut()
+            await calls.signOut(store)
             return .done
         }) else {
             server.gate.release()

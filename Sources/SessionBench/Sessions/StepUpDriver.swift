@@ -49,9 +49,10 @@ struct StepUpDriver {
             outcome.failure = "\(descriptor.name) does not implement StepUpSessionStore: it cannot run step-up"
             return
         }
+        let calls = CallLog(users: StepUpSession.users, clock: .manual(time), server: server)
         var session = StepUpSession(
             runner: runner, scenario: scenario, oracle: oracle, time: time, server: server, user: user, store: store,
-            stepUpLifetime: stepUpLifetime)
+            stepUpLifetime: stepUpLifetime, calls: calls)
         let started = ContinuousClock.now
         await session.play(outcome: &outcome)
         outcome.seconds = (ContinuousClock.now - started).secondsValue
@@ -60,6 +61,8 @@ struct StepUpDriver {
         outcome.stepUp?.elevateCalls = server.ledger.elevateCalls
         link.measure(into: &outcome)
         session.checkEndedSessions()
+        // The session's own calls among the bursts, judged against the contract like any other.
+        outcome.coverage = calls.judge(skew: configuration.refreshSkew, into: oracle)
     }
 }
 
@@ -74,7 +77,10 @@ struct StepUpSession {
     let store: any StepUpSessionStore
     let stepUpLifetime: Duration
     let clients: [any SessionClient]
-    let subjects = [Subject("clinic-user-a@example.test"), Subject("clinic-user-b@example.test")]
+    /// Records and judges the session's own calls: sign-ins, sign-outs, token reads and 401s.
+    let calls: CallLog
+    static let users = [Subject("clinic-user-a@example.test"), Subject("clinic-user-b@example.test")]
+    var subjects: [Subject] { Self.users }
     /// How each round's first prompt is answered: two rounds deny and dismiss, drawn from the seed.
     let answers: [SimulatedUser.Prompt.Answer]
     var subject = 0
@@ -88,8 +94,9 @@ struct StepUpSession {
 
     init(
         runner: ScenarioRunner, scenario: Scenario, oracle: Oracle, time: ManualTime, server: TokenServer,
-        user: SimulatedUser, store: any StepUpSessionStore, stepUpLifetime: Duration
+        user: SimulatedUser, store: any StepUpSessionStore, stepUpLifetime: Duration, calls: CallLog
     ) {
+        self.calls = calls
         self.runner = runner
         self.scenario = scenario
         self.oracle = oracle
@@ -170,10 +177,10 @@ struct StepUpSession {
     /// Signs in the user of `subject`; a sign-in over another user's session ends that one.
     mutating func signIn(round: Int, outcome: inout DriverOutcome) async -> Bool {
         setContext("round \(round): sign-in")
-        let credentials = Credentials(subject: subjects[subject])
-        let store = self.store
+        let user = subjects[subject]
+        let store = self.store, calls = self.calls
         guard let signedIn = await watched("round \(round): sign-in", outcome: &outcome, { () async -> Result<Void, SessionError> in
-            do throws(SessionError) { try await store.signIn(credentials) } catch { return .failure(error) }
+            do throws(SessionError) { try await calls.signIn(user, on: store) } catch { return .failure(error) }
             return .success(())
         }) else { return false }
         guard case .success = signedIn else {
@@ -274,17 +281,17 @@ struct StepUpSession {
 
     /// The session must go on while the prompt is open: a read and a 401 (which refreshes) complete.
     mutating func checkIndependence(phase: String, outcome: inout DriverOutcome) async {
-        let store = self.store, kept = clients[0]
+        let store = self.store, kept = clients[0], calls = self.calls
         let limit = min(runner.hangTimeout, .seconds(1))
         let latch = CompletionLatch<Call>(expected: 1)
         Task {
             latch.enter()
             let read: Result<AccessToken, SessionError>
             do throws(SessionError) {
-                let token = try await store.validToken()
-                _ = try await kept.token()
-                _ = try await store.makeClient().token()
-                read = .success(try await store.tokenRejected(token))
+                let token = try await calls.call(.validToken, on: store, phase: phase).get()
+                _ = try await calls.call(.clientToken(kept), on: store, phase: phase).get()
+                _ = try await calls.call(.clientToken(store.makeClient()), on: store, phase: phase).get()
+                read = await calls.call(.tokenRejected(token), on: store, kind: .rejection, phase: phase)
             } catch { read = .failure(error) }
             latch.finish(.base(read))
         }

@@ -83,12 +83,11 @@ extension StepUpSession {
     /// The kept API objects, with nobody signed in: every call fails with `signedOut`, no prompt.
     mutating func checkClientsSignedOut(when: String, outcome: inout DriverOutcome) async -> Bool {
         let before = user.prompts.count
+        let log = self.calls, store = self.store
         for (index, client) in (clients + later).enumerated() {
             guard let calls = await watched(when, outcome: &outcome, { () async -> [Call] in
                 var calls: [Call] = []
-                do throws(SessionError) { calls.append(.base(.success(try await client.token()))) } catch {
-                    calls.append(.base(.failure(error)))
-                }
+                calls.append(.base(await log.call(.clientToken(client), on: store, phase: when)))
                 do throws(SessionError) { calls.append(.elevated(.success(try await client.elevatedToken()))) } catch {
                     calls.append(.elevated(.failure(error)))
                 }
@@ -120,10 +119,11 @@ extension StepUpSession {
 
     /// The kept API objects, made before sign-in, serve the user signed in now.
     mutating func checkClientsServe(round: Int, outcome: inout DriverOutcome) async -> Bool {
+        let log = self.calls, store = self.store
         for (index, client) in (clients + later).enumerated() {
             guard let result = await watched("round \(round): API objects after sign-in", outcome: &outcome, {
                 () async -> Result<AccessToken, SessionError> in
-                do throws(SessionError) { return .success(try await client.token()) } catch { return .failure(error) }
+                await log.call(.clientToken(client), on: store, phase: "round \(round): API objects after sign-in")
             }) else { return false }
             switch result {
             case .success(let token) where token.subject == subjects[subject] && familyOf(token.generation) == family:

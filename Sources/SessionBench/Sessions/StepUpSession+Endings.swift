@@ -25,8 +25,8 @@ extension StepUpSession {
         let phase = "round \(round): sign-out during a prompt"
         setContext(phase)
         let latch = await openPrompt()
-        let store = self.store
-        guard await watched(phase, outcome: &outcome, { await store.signOut() }) != nil else { return false }
+        let store = self.store, calls = self.calls
+        guard await watched(phase, outcome: &outcome, { await calls.signOut(store) }) != nil else { return false }
         ended.append((family, TokenServer.realNanoseconds(), round))
         family = 0
         setContext("round \(round): after sign-out")
@@ -42,8 +42,8 @@ extension StepUpSession {
     mutating func signOutWithElevationHeld(round: Int, outcome: inout DriverOutcome) async -> Bool {
         let phase = "round \(round): sign-out with the elevated token fresh"
         setContext(phase)
-        let store = self.store
-        guard await watched(phase, outcome: &outcome, { await store.signOut() }) != nil else { return false }
+        let store = self.store, calls = self.calls
+        guard await watched(phase, outcome: &outcome, { await calls.signOut(store) }) != nil else { return false }
         ended.append((family, TokenServer.realNanoseconds(), round))
         family = 0
         setContext("round \(round): after sign-out")
