@@ -35,6 +35,15 @@ public final class RefreshGate: Sendable {
     /// after them overtake them.
     public func admitNew() { state.withLock(visibleTo: self) { $0.isHeld = false } }
 
+    /// Lets the call that has waited longest through, holding the others (and new ones).
+    public func releaseFirst() {
+        let first = state.withLock(visibleTo: self) { state -> CheckedContinuation<Bool, Never>? in
+            guard let id = state.waiting.keys.min() else { return nil }
+            return state.waiting.removeValue(forKey: id)
+        }
+        first?.resume(returning: true)
+    }
+
     /// Calls waiting at the gate now.
     public var waitingCount: Int { state.withLock(visibleTo: self) { $0.waiting.count } }
 

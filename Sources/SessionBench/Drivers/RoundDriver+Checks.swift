@@ -30,6 +30,13 @@ extension RoundDriver {
         let oracle = self.oracle
         let timeline = timeline()
         contract.judge(unjudged, timeline: timeline) { oracle.report($0) }
+        let now = TokenServer.realNanoseconds()
+        for (account, storage) in storages.enumerated() {
+            guard let (saved, writes) = storage?.contents else { continue }
+            contract.judgeStorage(
+                saved: saved, writes: writes, account: account, calls: unjudged, timeline: timeline, at: now
+            ) { oracle.report($0) }
+        }
         coverage.add(unjudged, timeline: timeline, skew: contract.skew)
         unjudged = []
     }

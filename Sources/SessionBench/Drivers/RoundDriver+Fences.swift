@@ -126,43 +126,85 @@ extension RoundDriver {
     }
 
     /// A sign-in held at the server while the session ends another way: the same user signs out
-    /// (`overtaking: nil`), or another sign-in starts and returns first (`overtaking` is its
-    /// user). The held sign-in, answered last, is overtaken: its grant must never be handed out,
-    /// the session is the later event's.
-    mutating func heldSignInRound(round: Int, overtaking: Fence) async -> Bool {
+    /// (`overtaking: .signOut`), or another sign-in starts (`.userSwitch`: the first user again).
+    /// In turn, the later event returns first, or (with `bothHeld`) a sign-in after the sign-out,
+    /// or the later sign-in, is held too and the earlier one is answered while it is under way.
+    /// The held sign-in is overtaken either way: its grant must never be handed out; the session
+    /// is the later event's.
+    mutating func heldSignInRound(round: Int, overtaking: Fence, bothHeld: Bool) async -> Bool {
         server.setContext("round \(round) a sign-in overtaken by a \(overtaking)")
         let gate = server.signInGate
         for account in stores.indices {
-            let arrivals = gate.arrivals
             gate.hold()
-            let held = startSignIn(account, slot: overtaking == .signOut ? signedInSlot[account] : 1 - signedInSlot[account])
-            let deadline = ContinuousClock.now + runner.hangTimeout
-            while gate.arrivals == arrivals, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
-            gate.admitNew()
-            let ended: Bool
+            let earlierSlot = overtaking == .signOut ? signedInSlot[account] : 1 - signedInSlot[account]
+            let laterSlot = signedInSlot[account]
+            let held = startSignIn(account, slot: earlierSlot)
+            guard await arrive(at: gate, count: 1) else { return false }
             if overtaking == .signOut {
-                ended = await signOut(account)
-            } else {
-                do { ended = try await signIn(account, slot: signedInSlot[account]) } catch {
-                    outcome.failure = "a sign-in the server granted failed: \(error)"
+                guard await signOut(account) else {
                     gate.release()
                     return false
                 }
             }
-            guard ended, await probeSynchronousRead("round \(round) right after the \(overtaking), a sign-in still held")
-            else {
+            if bothHeld {
+                // The later sign-in waits at the server too; the earlier one is answered first.
+                let later = startSignIn(account, slot: laterSlot)
+                guard await arrive(at: gate, count: 2) else { return false }
+                gate.releaseFirst()
+                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
+                else { return false }
+                events.append(event)
+                guard await probeSynchronousRead("round \(round) the overtaken sign-in answered, the later one held")
+                else {
+                    gate.release()
+                    return false
+                }
                 gate.release()
-                return false
+                guard let laterEvent = await watched(.signIn, phase: "round \(round) the later sign-in", { await later.value })
+                else { return false }
+                events.append(laterEvent)
+                if laterEvent.error == nil { signedInSlot[account] = laterSlot }
+            } else {
+                gate.admitNew()
+                if overtaking != .signOut {
+                    do { guard try await signIn(account, slot: laterSlot) else { return false } } catch {
+                        outcome.failure = "a sign-in the server granted failed: \(error)"
+                        gate.release()
+                        return false
+                    }
+                }
+                guard await probeSynchronousRead("round \(round) right after the \(overtaking), a sign-in still held")
+                else {
+                    gate.release()
+                    return false
+                }
+                gate.release()
+                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
+                else { return false }
+                events.append(event)
             }
-            gate.release()
-            guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
-            else { return false }
-            events.append(event)
             guard await readCurrentToken(account, phase: "round \(round) after the overtaken sign-in returned") != nil,
                 await probeSynchronousRead("round \(round) after the overtaken sign-in returned")
             else { return false }
         }
-        return overtaking == .signOut ? await afterFence(.signOut, round: round) : true
+        // Back to a known session: after a sign-out with nothing after it, sign in again.
+        return overtaking == .signOut && !bothHeld ? await afterFence(.signOut, round: round)
+            : await afterFence(.userSwitch, round: round)
+    }
+
+    /// Waits until `count` calls have reached `gate` since it was held; `false` (a hang) if they
+    /// do not within the hang timeout.
+    mutating func arrive(at gate: RefreshGate, count: Int) async -> Bool {
+        let deadline = ContinuousClock.now + runner.hangTimeout
+        while gate.waitingCount < count, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
+        guard gate.waitingCount >= count else {
+            gate.release()
+            outcome.hang = .init(
+                stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
+                phase: "a sign-in never reached the server", detail: "the store's signIn did not call the server")
+            return false
+        }
+        return true
     }
 
     /// A sign-in of `account`'s user `slot` in a task of its own, recorded when it returns.

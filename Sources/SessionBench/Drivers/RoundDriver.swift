@@ -19,6 +19,8 @@ struct RoundDriver {
     /// The server as the stores reach it: in process, or over the runner's transport.
     let link: ServerLink
     let stores: [any SessionStore]
+    /// For a store that keeps its session in a storage: each account's, in memory.
+    let storages: [MemoryStorage?]
     /// Two subjects per account: the user, and the one a user switch swaps in.
     let subjects: [[Subject]]
     var signedInSlot: [Int]
@@ -69,7 +71,14 @@ struct RoundDriver {
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
         contract = ContractJudge(skew: configuration.refreshSkew, paced: scenario.pace != nil)
-        stores = (0..<scenario.accounts).map { _ in descriptor.make(configuration) }
+        // A store that keeps its session gets a storage (in memory: the storms measure the store),
+        // and the contract's storage promises are judged at every event.
+        storages = (0..<scenario.accounts).map { _ in descriptor.persistsSession ? MemoryStorage() : nil }
+        stores = storages.map { storage in
+            var configuration = configuration
+            configuration.storage = storage
+            return descriptor.make(configuration)
+        }
         subjects = (0..<scenario.accounts).map { [Subject("account-\($0)-a"), Subject("account-\($0)-b")] }
         signedInSlot = Array(repeating: 0, count: scenario.accounts)
         currentToken = Array(repeating: nil, count: scenario.accounts)
@@ -119,7 +128,7 @@ struct RoundDriver {
     mutating func finish() {
         judgeRound()
         outcome.coverage = coverage
-        outcome.refusedByStoreLimit = contract.refusedByStoreLimit.count
+        if !contract.refusedByStoreLimit.isEmpty { outcome.refusedByStoreLimit = contract.refusedByStoreLimit.count }
         outcome.refreshCalls = server.ledger.refreshCalls
         link.measure(into: &outcome)
         link.close()
@@ -174,7 +183,7 @@ struct RoundDriver {
             case 1: return await cachedFenceRound(round: round, fence: .signOut)
             case 2: return await inFlightFenceRound(round: round, fence: .signOutAndBack)
             case 3: return await cachedFenceRound(round: round, fence: .signOutTwice)
-            default: return await heldSignInRound(round: round, overtaking: .signOut)
+            default: return await heldSignInRound(round: round, overtaking: .signOut, bothHeld: round % 10 == 9)
             }
         case .userSwitch:
             switch round % 5 {
@@ -182,7 +191,7 @@ struct RoundDriver {
             case 1: return await cachedFenceRound(round: round, fence: .userSwitch)
             case 2: return await inFlightFenceRound(round: round, fence: .signInAgain)
             case 3: return await cachedFenceRound(round: round, fence: .refusedSwitch)
-            default: return await heldSignInRound(round: round, overtaking: .userSwitch)
+            default: return await heldSignInRound(round: round, overtaking: .userSwitch, bothHeld: round % 10 == 9)
             }
         }
     }

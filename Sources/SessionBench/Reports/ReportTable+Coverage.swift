@@ -60,7 +60,7 @@ extension ResultsReport {
                 }
             }
             if !offers.contains(.synchronousRead) { notJudged.append("currentToken(): no synchronous read") }
-            let refused = runs.reduce(0) { $0 + $1.refusedByStoreLimit }
+            let refused = runs.reduce(0) { $0 + ($1.refusedByStoreLimit ?? 0) }
             if refused > 0 {
                 notJudged.append(
                     "\(refused) call(s) the store refused on its own right after sending three refreshes or more in 30 s of real "

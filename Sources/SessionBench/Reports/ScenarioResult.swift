@@ -62,7 +62,7 @@ public struct ScenarioResult: Sendable, Codable {
     /// Calls the store refused on its own ('refresh failed' with no failed refresh behind it) right
     /// after sending three refreshes or more in 30 s of real time: a rate limit on real time that the
     /// rounds' compressed time trips. Not judged; `--pace` spaces the rounds so they can be.
-    public var refusedByStoreLimit: Int = 0
+    public var refusedByStoreLimit: Int?
     public var hang: Hang?
     /// Why the run crashed or could not run.
     public var failure: String?
