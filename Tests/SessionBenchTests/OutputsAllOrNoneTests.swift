@@ -119,6 +119,29 @@ struct OutputsAllOrNoneTests {
         }
     }
 
+    @Test("list, --help and every dry run write standard output whole or fail: exit 2 in one line on a full device")
+    func listHelpAndDryRunsToAFullStandardOutput() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let thresholds = folder.appendingPathComponent("limits.json")
+        try Data(
+            #"{ "version": 1, "run": { "stores": ["mutex"] }, "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }"#
+                .utf8
+        ).write(to: thresholds)
+        for arguments in [
+            ["list"], ["--help"], ["compare", "--dry-run"], ["stress", "--dry-run"],
+            ["sweep", "--parameter", "tasks", "--values", "2", "--dry-run"],
+            ["check", "--thresholds", thresholds.path, "--dry-run"],
+        ] {
+            let run = try await ToolProcess.run(arguments, stdout: "/dev/full", timeout: 60)
+            let context = arguments.joined(separator: " ")
+            #expect(run.status == 2, "\(context) > /dev/full: status \(run.status), \(run.stderr)")
+            #expect(
+                run.stderr.split(separator: "\n").count == 1 && run.stderr.contains("cannot write to standard output"),
+                "\(context): \(run.stderr)")
+        }
+    }
+
     @Test("an output that names another output's file, or the baseline read, is refused before anything runs")
     func outputsThatOverwriteEachOther() async throws {
         let folder = try ToolProcess.temporaryDirectory()

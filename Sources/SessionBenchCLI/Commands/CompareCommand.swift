@@ -45,7 +45,7 @@ struct Compare: AsyncParsableCommand {
             try Self.refuseIfIncomparable(baseline, ResultsReport(results: planned, metadata: metadata))
         }
         if run.dryRun {
-            print(execution.plan(stores, scenarios, repeats: repeats), terminator: "")
+            try OutputWriter.show(execution.plan(stores, scenarios, repeats: repeats))
             return
         }
         try run.place()
