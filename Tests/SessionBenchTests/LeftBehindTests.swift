@@ -26,25 +26,35 @@ struct LeftBehindTests {
         return (files, secrets)
     }
 
-    /// A kind of moment to stop a run at, and the files of the run that say it has come.
+    /// A kind of moment to stop a run at, how, and the files of the run that say it has come.
     struct Moment {
         let name: String
         let scenario: String
+        /// SIGINT to a run in process (it must clean up itself), or SIGKILL to an isolated one (its
+        /// measuring process, or the next run, must).
+        let inProcess: Bool
         /// Whether the paths under the run's storage root (the root itself: "") show the moment.
         let reached: @Sendable ([String]) -> Bool
     }
 
-    static let moments = [
-        Moment(name: "a measuring process starting, its storage root made", scenario: "crash-restart:json-file") {
-            !$0.isEmpty
-        },
-        Moment(name: "a session process saving, tokens in clear", scenario: "crash-restart:json-file") {
+    /// Each kind of moment, each way where the way makes a difference: in process one handler
+    /// removes the root whatever the moment, so its root-just-made stop is the same as the others;
+    /// isolated, a key beside its data is removed as a plaintext file is.
+    static let moments: [Moment] = [
+        Moment(name: "its storage root just made", scenario: "crash-restart:json-file", inProcess: false) { !$0.isEmpty },
+        Moment(name: "a session process saving, tokens in clear", scenario: "crash-restart:json-file", inProcess: false) {
             $0.contains { $0.hasSuffix("/session.json") }
         },
-        Moment(name: "a key beside the data it opens", scenario: "crash-restart:encrypted-file") {
+        Moment(name: "a session process saving, tokens in clear", scenario: "crash-restart:json-file", inProcess: true) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+        Moment(name: "a key beside the data it opens", scenario: "crash-restart:encrypted-file", inProcess: true) {
             $0.contains { $0.hasSuffix("/session.key") }
         },
-        Moment(name: "two processes sharing one session file", scenario: "shared-storage:json-file") {
+        Moment(name: "two processes sharing one session file", scenario: "shared-storage:json-file", inProcess: false) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+        Moment(name: "two processes sharing one session file", scenario: "shared-storage:json-file", inProcess: true) {
             $0.contains { $0.hasSuffix("/session.json") }
         },
     ]
@@ -69,34 +79,33 @@ struct LeftBehindTests {
         defer { try? FileManager.default.removeItem(at: temporary) }
         let environment = ["TMPDIR": temporary.path]
         for moment in Self.moments {
-            for inProcess in [false, true] {
-                let context = "\(moment.name), " + (inProcess ? "SIGINT in process" : "SIGKILL isolated")
-                let (pid, logs) = try ToolProcess.spawn(
-                    ["compare", "--stores", "mutex", "--scenario", moment.scenario, "--quiet"]
-                        + (inProcess ? ["--in-process"] : []),
-                    environment: environment)
-                defer { try? FileManager.default.removeItem(at: logs) }
-                // The moment is when its files appear (a run that ends first is stopped after its end).
-                var status: Int32 = 0
-                var ended = false
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !moment.reached(Self.paths(of: pid, under: temporary.path)), ContinuousClock.now < deadline {
-                    if waitpid(pid, &status, WNOHANG) != 0 {
-                        ended = true
-                        break
-                    }
-                    try await Task.sleep(for: .milliseconds(1))
+            let inProcess = moment.inProcess
+            let context = "\(moment.name), " + (inProcess ? "SIGINT in process" : "SIGKILL isolated")
+            let (pid, logs) = try ToolProcess.spawn(
+                ["compare", "--stores", "mutex", "--scenario", moment.scenario, "--quiet"]
+                    + (inProcess ? ["--in-process"] : []),
+                environment: environment)
+            defer { try? FileManager.default.removeItem(at: logs) }
+            // The moment is when its files appear (a run that ends first is stopped after its end).
+            var status: Int32 = 0
+            var ended = false
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !moment.reached(Self.paths(of: pid, under: temporary.path)), ContinuousClock.now < deadline {
+                if waitpid(pid, &status, WNOHANG) != 0 {
+                    ended = true
+                    break
                 }
-                #expect(!ended, "\(context): the run ended before the moment came")
-                if !ended {
-                    kill(pid, inProcess ? SIGINT : SIGKILL)
-                    while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
-                }
-                if inProcess {
-                    // Stopped by a signal it handles: it removes what it made before it ends.
-                    let left = Self.secrets(under: temporary.path)
-                    #expect(left.secrets.isEmpty, "\(context): \(left.secrets)")
-                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(!ended, "\(context): the run ended before the moment came")
+            if !ended {
+                kill(pid, inProcess ? SIGINT : SIGKILL)
+                while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            if inProcess {
+                // Stopped by a signal it handles: it removes what it made before it ends.
+                let left = Self.secrets(under: temporary.path)
+                #expect(left.secrets.isEmpty, "\(context): \(left.secrets)")
             }
         }
         let next = try await ToolProcess.run(
