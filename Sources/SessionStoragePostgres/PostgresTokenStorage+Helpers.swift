@@ -112,6 +112,8 @@ extension PostgresTokenStorage {
     }
 
     static func isUnreachable(_ error: any Error) -> Bool {
+        // A task cancelled while it connected was not refused by anything.
+        if error is CancellationError { return false }
         guard let error = error as? PSQLError else { return true }  // NoAnswer, a socket's error
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown: return true
