@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import SessionContract
+import SessionStorage
 import Synchronization
 
 /// Runs stores through scenarios: each store in a measuring process of its own, or every
@@ -32,7 +33,10 @@ struct Execution {
     func run(stores: [StoreDescriptor], scenarios: [Scenario], repeats: Int = 1) async -> [ScenarioResult] {
         let plan = stores.map { ($0, Self.scenarios(scenarios, for: $0)) }.filter { !$0.1.isEmpty }
         // Sessions a killed run left on disk go before this run makes its own.
-        if scenarios.contains(where: \.needsStorage) { StorageRoots.sweep() }
+        if scenarios.contains(where: \.needsStorage) {
+            StorageRoots.sweep()
+            StorageRoots.sweep(servers: scenarios.compactMap { $0.storage.flatMap(StorageBackendCatalog.named) })
+        }
         if !quiet, let note = Self.storageNote(stores: stores, scenarios: scenarios) { Log.progress(note) }
         let progress = ProgressLines(total: plan.map(\.1.count).reduce(0, +) * repeats, quiet: quiet)
         var results: [ScenarioResult] = []

@@ -129,6 +129,11 @@ enum OutputWriter {
     /// Standard output as an output: written whole, or an error (a closed pipe, a full disk).
     static let standardOutput = OutputTarget(path: "-", kind: .standardOutput)
 
+    /// `text` on standard output, whole, or the one-line error that says why not.
+    static func show(_ text: String) throws(UsageError) {
+        try write([(standardOutput, text)])
+    }
+
     /// Writes `outputs` whole (replacing files, writing devices and standard output) and adds
     /// each of `appends` to its file, all or none.
     static func write(

@@ -29,11 +29,15 @@ public enum StorageError: Error, Hashable, Sendable, CustomStringConvertible {
     case unreadable(String)
     /// The storage could not be written or cleared (a full disk, a permission).
     case writeFailed(String)
+    /// The server that keeps the session could not be reached, or stopped answering (a database
+    /// that is down): whether the call took effect is unknown. The store is not at fault.
+    case unreachable(String)
 
     public var description: String {
         switch self {
         case .unreadable(let why): "stored session unreadable: \(why)"
         case .writeFailed(let why): "storage write failed: \(why)"
+        case .unreachable(let why): "storage server unreachable: \(why)"
         }
     }
 }

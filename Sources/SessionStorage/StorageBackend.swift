@@ -30,9 +30,11 @@ public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
         name: String, summary: String, isReferenceBroken: Bool = false, protectsAtRest: Bool = false,
         isServer: Bool = false, lockTimeout: Duration? = nil,
         discard: (@Sendable (String) -> Void)? = nil,
+        removeAbandoned: (@Sendable (_ isGone: @Sendable (String) -> Bool) -> Int?)? = nil,
         make: @escaping @Sendable (String) throws(StorageError) -> any TokenStorage
     ) {
         discarder = discard
+        sweeper = removeAbandoned
         self.name = name
         self.summary = summary
         self.isReferenceBroken = isReferenceBroken
@@ -54,6 +56,14 @@ public struct StorageBackend: Sendable, Hashable, CustomStringConvertible {
     public func discard(directory: String) { discarder?(directory) }
 
     private let discarder: (@Sendable (String) -> Void)?
+
+    /// Removes what runs that are gone left outside their folders (database rows that a run
+    /// killed, or one that lost its database, could not remove): every session whose folder
+    /// `isGone` says belonged to a run that has ended. Returns how many were removed; `nil` when
+    /// the backend keeps nothing outside the folder or its server cannot be reached.
+    public func removeAbandoned(where isGone: @Sendable (String) -> Bool) -> Int? { sweeper?(isGone) }
+
+    private let sweeper: (@Sendable (_ isGone: @Sendable (String) -> Bool) -> Int?)?
 
     public var description: String { name }
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }

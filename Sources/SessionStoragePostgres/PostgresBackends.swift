@@ -1,10 +1,12 @@
 #if PostgreSQL
+import Foundation
 import SessionContract
 import SessionStorage
 
 /// The storage backends on a PostgreSQL server, by name: what the `replicas` scenario runs. The
 /// server is the one ``PostgresLocation/environmentVariable`` names; each run's session is a row
-/// of its own, named after the run's folder.
+/// of its own, named after this machine and the run's folder (``sessionKey(for:)``), so that a
+/// later run can tell the rows of this machine's runs that are gone from those of runs elsewhere.
 public enum PostgresBackends {
     /// How long a replica waits for another's refresh before giving up on its own.
     public static let lockTimeout: Duration = .seconds(2)
@@ -35,7 +37,15 @@ public enum PostgresBackends {
             lockTimeout: coordination == .unlocked ? nil : lockTimeout,
             discard: { directory in
                 guard let location = try? PostgresLocation.fromEnvironment() else { return }
-                try? PostgresTokenStorage.remove(session: directory, at: location)
+                try? PostgresTokenStorage.remove(session: sessionKey(for: directory), at: location)
+            },
+            removeAbandoned: { isGone in
+                guard let location = try? PostgresLocation.fromEnvironment(),
+                    let sessions = try? PostgresTokenStorage.sessions(at: location)
+                else { return nil }
+                let gone = sessions.filter { directory(of: $0).map(isGone) ?? false }
+                guard !gone.isEmpty else { return 0 }
+                return (try? PostgresTokenStorage.remove(sessions: gone, at: location)) == nil ? nil : gone.count
             }
         ) { directory throws(StorageError) in
             let location: PostgresLocation?
@@ -48,8 +58,30 @@ public enum PostgresBackends {
                         + "(scripts/postgres start runs one on loopback and prints its URL)")
             }
             return try PostgresTokenStorage(
-                location: location, session: directory, coordination: coordination, lockTimeout: lockTimeout)
+                location: location, session: sessionKey(for: directory), coordination: coordination,
+                lockTimeout: lockTimeout)
         }
     }
+
+    /// The row's name for the session kept for `directory`: `MACHINE:DIRECTORY`, where the machine
+    /// is this boot of this computer (Linux's boot id, else the host name). A folder's owner can be
+    /// checked only on the machine, and in the boot, it ran in.
+    public static func sessionKey(for directory: String) -> String { machine + ":" + directory }
+
+    /// The folder a row of this machine names; `nil` for a row of another machine, or another boot.
+    /// A row named by its folder alone (as before rows named their machine) counts as this one's.
+    static func directory(of key: String) -> String? {
+        if key.hasPrefix("/") { return key }
+        return key.hasPrefix(machine + ":") ? String(key.dropFirst(machine.count + 1)) : nil
+    }
+
+    static let machine: String = {
+        if let boot = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) {
+            let id = boot.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !id.isEmpty { return id }
+        }
+        var name = [CChar](repeating: 0, count: 256)
+        return gethostname(&name, name.count) == 0 ? String(cString: name) : "localhost"
+    }()
 }
 #endif

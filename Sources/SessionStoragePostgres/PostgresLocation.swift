@@ -1,5 +1,6 @@
 #if PostgreSQL
 import Foundation
+import NIOCore
 import PostgresNIO
 
 /// Where a PostgreSQL server is and who to be there, from a `postgres://` URL:
@@ -53,9 +54,13 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    var configuration: PostgresConnection.Configuration {
-        PostgresConnection.Configuration(
+    /// How to connect, giving up when the server has not let us in within `timeout` (the TCP
+    /// connection and the start-up exchange together).
+    func configuration(connectingWithin timeout: Duration) -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: .disable)
+        configuration.options.connectTimeout = TimeAmount(timeout)
+        return configuration
     }
 
     /// `user@host:port/database`, no password.

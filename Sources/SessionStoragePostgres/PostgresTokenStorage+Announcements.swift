@@ -17,12 +17,12 @@ extension PostgresTokenStorage {
     /// reads the row again anyway).
     public func announcements() -> AsyncStream<TokenGrant> {
         let (stream, continuation) = AsyncStream.makeStream(of: TokenGrant.self, bufferingPolicy: .bufferingNewest(1))
-        let task = Task { [weak self, location, channel] in
+        let task = Task { [weak self, location, channel, timeout = answerTimeout] in
             defer { continuation.finish() }
             while !Task.isCancelled {
                 do {
                     let connection = try await PostgresConnection.connect(
-                        configuration: location.configuration,
+                        configuration: location.configuration(connectingWithin: timeout),
                         id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger)
                     defer { Self.drop(connection) }
                     try await connection.listen(on: channel) { notifications in

@@ -1,4 +1,5 @@
 #if PostgreSQL
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -8,7 +9,7 @@ import SessionStorage
 import SessionSync
 import Synchronization
 
-/// The table, the rows, blocking on a query, and errors without secrets.
+/// The table, the rows, queries bounded in time, and errors without secrets.
 extension PostgresTokenStorage {
     // MARK: Helpers
 
@@ -37,7 +38,9 @@ extension PostgresTokenStorage {
 
     /// Creates the table if it is missing, under a transaction-scoped advisory lock so that
     /// replicas starting together do not race on it.
-    static func prepareTable(on connection: PostgresConnection, location: PostgresLocation) throws(StorageError) {
+    static func prepareTable(on connection: PostgresConnection, within timeout: Duration, location: PostgresLocation)
+        throws(StorageError)
+    {
         for statement: PostgresQuery in [
             "BEGIN",
             "SELECT pg_advisory_xact_lock(hashtextextended(\(table), 0))",
@@ -49,28 +52,110 @@ extension PostgresTokenStorage {
             """,
             "COMMIT",
         ] {
-            try wait(connection.query(statement, logger: logger), location: location)
+            try query(statement, on: connection, within: timeout, location: location)
         }
     }
 
-    /// Waits for `future` on this thread (never an event loop's: the store's threads call here).
+    /// Runs `statement` on `connection` and waits for all of its rows on this thread (never an
+    /// event loop's: the store's threads call here), at most `timeout`.
     @discardableResult
-    static func wait<T: Sendable>(_ future: EventLoopFuture<T>, location: PostgresLocation) throws(StorageError) -> T {
-        do { return try future.wait() } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(describe(error))")
+    static func query(
+        _ statement: PostgresQuery, on connection: PostgresConnection, within timeout: Duration,
+        location: PostgresLocation
+    ) throws(StorageError) -> PostgresQueryResult {
+        // A query written to a connection that has closed is never answered: refuse it here.
+        guard !connection.isClosed else { throw .unreachable("PostgreSQL at \(location): the connection was closed") }
+        return try wait(connection.query(statement, logger: logger), within: timeout, dropping: connection, location: location)
+    }
+
+    /// Waits for `future` on this thread, at most `timeout`. A server that stops answering, or a
+    /// connection that closes under a query (whose answer then never comes), is unreachable; the
+    /// connection, if given, is dropped so that it is not used again.
+    @discardableResult
+    static func wait<T: Sendable>(
+        _ future: EventLoopFuture<T>, within timeout: Duration, dropping connection: PostgresConnection? = nil,
+        location: PostgresLocation
+    ) throws(StorageError) -> T {
+        do { return try bounded(future, within: timeout, dropping: connection).wait() } catch {
+            throw failure(error, location: location)
+        }
+    }
+
+    /// `future`, or a failure once `timeout` has passed without its result.
+    static func bounded<T: Sendable>(
+        _ future: EventLoopFuture<T>, within timeout: Duration, dropping connection: PostgresConnection?
+    ) -> EventLoopFuture<T> {
+        let promise = future.eventLoop.makePromise(of: T.self)
+        let timer = future.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            promise.fail(NoAnswer(timeout: timeout))
+            if let connection { drop(connection) }
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            // A result after the timeout finds the promise failed already: completing it again does nothing.
+            promise.completeWith(result)
+        }
+        return promise.futureResult
+    }
+
+    /// No answer from the server within the time a statement may take there.
+    struct NoAnswer: Error {
+        let timeout: Duration
+    }
+
+    /// The storage error for `error`: ``StorageError/unreachable(_:)`` when the server could not be
+    /// reached or went away (refused, reset, closed, shutting down, silent), else
+    /// ``StorageError/writeFailed(_:)`` with the server's message.
+    static func failure(_ error: any Error, location: PostgresLocation) -> StorageError {
+        let why = "PostgreSQL at \(location): \(describe(error))"
+        return isUnreachable(error) ? .unreachable(why) : .writeFailed(why)
+    }
+
+    static func isUnreachable(_ error: any Error) -> Bool {
+        // A task cancelled while it connected was not refused by anything.
+        if error is CancellationError { return false }
+        guard let error = error as? PSQLError else { return true }  // NoAnswer, a socket's error
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown: return true
+        case .server:
+            // Connection exceptions (08…) and operator intervention: a shutdown, a crash, a server
+            // that is starting or stopping (57P0…).
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P")
+        default: return false
         }
     }
 
     /// The server's message and SQLSTATE, or what failed on the way there; never a query's
     /// parameters (they hold tokens).
     static func describe(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(type(of: error))" }
+        if let error = error as? NoAnswer {
+            return "no answer within \(error.timeout.components.seconds) s"
+        }
+        guard let error = error as? PSQLError else { return reason(error) }
         if let message = error.serverInfo?[.message] {
             let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
             return message + state
         }
-        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        switch error.code {
+        case .serverClosedConnection, .uncleanShutdown: return "the server closed the connection"
+        case .clientClosedConnection: return "the connection was closed"
+        default: break
+        }
+        if let underlying = error.underlying { return reason(underlying) }
         return "\(error.code)"
+    }
+
+    /// A socket's error in a few words: `Connection refused`, `no answer within 5 s`.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
+            return reason(first.error)
+        }
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        if case ChannelError.connectTimeout(let timeout) = error {
+            return "no answer within \(timeout.nanoseconds / 1_000_000_000) s"
+        }
+        return "\(error)"
     }
 
     /// FNV-1a: the same in every process (Swift's `hashValue` is seeded per process).

@@ -62,10 +62,10 @@ extension PostgresTokenStorage {
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(
-                configuration: location.configuration, id: Self.connectionIDs.add(1, ordering: .relaxed).newValue,
-                logger: Self.logger)
+                configuration: location.configuration(connectingWithin: answerTimeout),
+                id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger)
         } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
+            throw Self.failure(error, location: location)
         }
         for setting in Self.timeouts(milliseconds: lockTimeoutMilliseconds) { try await run(setting, on: connection) }
         return connection
@@ -90,15 +90,19 @@ extension PostgresTokenStorage {
         lockTimeout.components.seconds * 1000 + lockTimeout.components.attoseconds / 1_000_000_000_000_000
     }
 
-    /// Runs `query` to its end. The rows are read: postgres-nio reports an error the server sent
-    /// for a statement (a lock wait past `lock_timeout`) only to a reader of its rows, so a query
-    /// whose rows were dropped unread would look as if it had succeeded.
+    /// Runs `query` to its end, waiting at most ``answerTimeout``. Every row is read (the future
+    /// collects them): postgres-nio reports an error the server sent for a statement (a lock wait
+    /// past `lock_timeout`) only to a reader of its rows, so a query whose rows were dropped unread
+    /// would look as if it had succeeded.
     func run(_ query: PostgresQuery, on connection: PostgresConnection) async throws(StorageError) {
+        // A query written to a connection that has closed is never answered: refuse it here.
+        guard !connection.isClosed else { throw .unreachable("PostgreSQL at \(location): the connection was closed") }
         do {
-            let rows = try await connection.query(query, logger: Self.logger)
-            for try await _ in rows {}
+            _ = try await Self.bounded(
+                connection.query(query, logger: Self.logger), within: answerTimeout, dropping: connection
+            ).get()
         } catch {
-            throw .writeFailed("PostgreSQL at \(location): \(Self.describe(error))")
+            throw Self.failure(error, location: location)
         }
     }
 }

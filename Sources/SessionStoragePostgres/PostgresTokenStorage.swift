@@ -33,6 +33,10 @@ import Synchronization
 /// transient error and the store's callers may try again. A holder that dies loses its
 /// connection, and the server drops its lock at once.
 ///
+/// No call waits for the server longer than ``answerTimeout``: a server that is down, or that
+/// stops answering, fails the call with ``StorageError/unreachable(_:)`` and the connection is
+/// dropped (the next call connects again).
+///
 /// Calls made while this storage holds its turn (the store reading the row again, saving the new
 /// grant, a sign-out clearing it) go over the turn's connection, inside its transaction; others
 /// over a connection of their own. Synchronous calls block their thread on the query, as the
@@ -54,6 +58,11 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     public let location: PostgresLocation
     public let coordination: Coordination
     public let lockTimeout: Duration
+    /// The longest any call waits for the server: a statement waits at most ``lockTimeout`` there,
+    /// and this leaves as much again and a second for the network and a busy machine.
+    public var answerTimeout: Duration { Self.answerTimeout(lockTimeout: lockTimeout) }
+
+    static func answerTimeout(lockTimeout: Duration) -> Duration { lockTimeout * 2 + .seconds(1) }
     /// The session's name: the row's key, and the source of its lock key and channel.
     let key: String
     /// `NOTIFY` channel of this session.
@@ -90,11 +99,10 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         key = session
         channel = "session_bench_" + String(UInt64(truncatingIfNeeded: Self.stableHash(session)), radix: 16)
         try withPlainConnection { connection throws(StorageError) in
-            try Self.prepareTable(on: connection, location: location)
-            try Self.wait(
-                connection.query(
-                    "INSERT INTO \(unescaped: Self.table) (session_key) VALUES (\(session)) ON CONFLICT DO NOTHING",
-                    logger: Self.logger), location: location)
+            try Self.prepareTable(on: connection, within: answerTimeout, location: location)
+            try query(
+                "INSERT INTO \(unescaped: Self.table) (session_key) VALUES (\(session)) ON CONFLICT DO NOTHING",
+                on: connection)
         }
     }
 
@@ -108,12 +116,11 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
 
     public func load() throws(StorageError) -> TokenGrant? {
         try withConnection { connection throws(StorageError) in
-            let result = try Self.wait(
-                connection.query(
-                    """
-                    SELECT access_token, subject, generation, expires_at, refresh_token
-                    FROM \(unescaped: Self.table) WHERE session_key = \(key)
-                    """, logger: Self.logger), location: location)
+            let result = try query(
+                """
+                SELECT access_token, subject, generation, expires_at, refresh_token
+                FROM \(unescaped: Self.table) WHERE session_key = \(key)
+                """, on: connection)
             guard let row = result.rows.first else {
                 throw StorageError.unreadable("\(Self.table): the session's row is gone")
             }
@@ -129,51 +136,87 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         let generation = Int64(clamping: grant.accessToken.generation)
         try withConnection(committing: true) { connection throws(StorageError) in
             // One round trip: the upsert, and the notification of it (sent when it commits).
-            try Self.wait(
-                connection.query(
-                    """
-                    WITH saved AS (
-                        INSERT INTO \(unescaped: Self.table)
-                            (session_key, access_token, subject, generation, expires_at, refresh_token, updated_at)
-                        VALUES (\(key), \(grant.accessToken.value), \(grant.accessToken.subject.rawValue), \(generation),
-                            \(grant.accessToken.expiresAt.nanoseconds), \(grant.refreshToken.value), now())
-                        ON CONFLICT (session_key) DO UPDATE SET
-                            access_token = excluded.access_token, subject = excluded.subject,
-                            generation = excluded.generation, expires_at = excluded.expires_at,
-                            refresh_token = excluded.refresh_token, updated_at = excluded.updated_at
-                        RETURNING generation)
-                    SELECT pg_notify(\(channel), generation::text) FROM saved
-                    """, logger: Self.logger), location: location)
+            try query(
+                """
+                WITH saved AS (
+                    INSERT INTO \(unescaped: Self.table)
+                        (session_key, access_token, subject, generation, expires_at, refresh_token, updated_at)
+                    VALUES (\(key), \(grant.accessToken.value), \(grant.accessToken.subject.rawValue), \(generation),
+                        \(grant.accessToken.expiresAt.nanoseconds), \(grant.refreshToken.value), now())
+                    ON CONFLICT (session_key) DO UPDATE SET
+                        access_token = excluded.access_token, subject = excluded.subject,
+                        generation = excluded.generation, expires_at = excluded.expires_at,
+                        refresh_token = excluded.refresh_token, updated_at = excluded.updated_at
+                    RETURNING generation)
+                SELECT pg_notify(\(channel), generation::text) FROM saved
+                """, on: connection)
         }
     }
 
     public func clear() throws(StorageError) {
         try withConnection(committing: true) { connection throws(StorageError) in
-            try Self.wait(
-                connection.query(
-                    """
-                    WITH cleared AS (
-                        UPDATE \(unescaped: Self.table) SET access_token = NULL, subject = NULL, generation = NULL,
-                            expires_at = NULL, refresh_token = NULL, updated_at = now()
-                        WHERE session_key = \(key) RETURNING 0)
-                    SELECT pg_notify(\(channel), '0') FROM cleared
-                    """, logger: Self.logger), location: location)
+            try query(
+                """
+                WITH cleared AS (
+                    UPDATE \(unescaped: Self.table) SET access_token = NULL, subject = NULL, generation = NULL,
+                        expires_at = NULL, refresh_token = NULL, updated_at = now()
+                    WHERE session_key = \(key) RETURNING 0)
+                SELECT pg_notify(\(channel), '0') FROM cleared
+                """, on: connection)
         }
     }
 
     /// Deletes the session's row: what a run leaves behind, tokens included if it did not end
     /// signed out.
     public static func remove(session: String, at location: PostgresLocation) throws(StorageError) {
-        let storage = try PostgresTokenStorage(location: location, session: session, coordination: .unlocked)
-        try storage.withPlainConnection { connection throws(StorageError) in
-            try Self.wait(
-                connection.query(
-                    "DELETE FROM \(unescaped: Self.table) WHERE session_key = \(session)", logger: Self.logger),
-                location: location)
+        try remove(sessions: [session], at: location)
+    }
+
+    /// Deletes the rows of `sessions`.
+    public static func remove(sessions: [String], at location: PostgresLocation) throws(StorageError) {
+        try onServer(location) { connection, timeout throws(StorageError) in
+            for session in sessions {
+                try query(
+                    "DELETE FROM \(unescaped: table) WHERE session_key = \(session)", on: connection, within: timeout,
+                    location: location)
+            }
         }
     }
 
+    /// The name of every session kept at `location`: the runs that have a row, ended or not.
+    public static func sessions(at location: PostgresLocation) throws(StorageError) -> [String] {
+        try onServer(location) { connection, timeout throws(StorageError) in
+            let result = try query(
+                "SELECT session_key FROM \(unescaped: table)", on: connection, within: timeout, location: location)
+            return result.rows.compactMap { try? $0.decode(String.self) }
+        }
+    }
+
+    /// Runs `body` on a connection of its own to `location`, the table made if missing, then
+    /// closes it; `body` gets the longest it may wait for an answer.
+    private static func onServer<R>(
+        _ location: PostgresLocation, _ body: (PostgresConnection, Duration) throws(StorageError) -> R
+    ) throws(StorageError) -> R {
+        let timeout = answerTimeout(lockTimeout: PostgresBackends.lockTimeout)
+        let connection = try wait(
+            PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: location.configuration(connectingWithin: timeout),
+                id: connectionIDs.add(1, ordering: .relaxed).newValue, logger: logger),
+            within: timeout, location: location)
+        defer { drop(connection) }
+        try prepareTable(on: connection, within: timeout, location: location)
+        return try body(connection, timeout)
+    }
+
     // MARK: Connections
+
+    /// Runs `statement` on `connection`, waiting at most ``answerTimeout``.
+    @discardableResult
+    func query(_ statement: PostgresQuery, on connection: PostgresConnection) throws(StorageError)
+        -> PostgresQueryResult
+    {
+        try Self.query(statement, on: connection, within: answerTimeout, location: location)
+    }
 
     /// Runs `body` on the turn's connection while this storage holds its turn, else on the plain
     /// one. `committing`: a write that ends the turn's transaction, if one is open, with its commit
@@ -185,7 +228,7 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
         if let current = turn.withLock(visibleTo: self, { $0 }) {
             let result = try body(current.connection)
             if committing, current.openTransaction {
-                try Self.wait(current.connection.query("COMMIT", logger: Self.logger), location: location)
+                try query("COMMIT", on: current.connection)
                 turn.withLock(visibleTo: self) { $0?.openTransaction = false }
             }
             return result
@@ -204,17 +247,17 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
             } else {
                 connection = try Self.wait(
                     PostgresConnection.connect(
-                        on: MultiThreadedEventLoopGroup.singleton.any(), configuration: location.configuration,
+                        on: MultiThreadedEventLoopGroup.singleton.any(),
+                        configuration: location.configuration(connectingWithin: answerTimeout),
                         id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger),
-                    location: location)
+                    within: answerTimeout, location: location)
                 plain = connection
                 for setting in Self.timeouts(milliseconds: lockTimeoutMilliseconds) {
-                    try Self.wait(connection.query(setting, logger: Self.logger), location: location)
+                    try query(setting, on: connection)
                 }
             }
             return try body(connection)
         }
     }
-
 }
 #endif

@@ -26,28 +26,86 @@ struct LeftBehindTests {
         return (files, secrets)
     }
 
-    @Test("killed at 20 moments during storage scenarios (SIGKILL isolated, SIGINT in process), then one more run: no token under TMPDIR")
+    /// A kind of moment to stop a run at, how, and the files of the run that say it has come.
+    struct Moment {
+        let name: String
+        let scenario: String
+        /// SIGINT to a run in process (it must clean up itself), or SIGKILL to an isolated one (its
+        /// measuring process, or the next run, must).
+        let inProcess: Bool
+        /// Whether the paths under the run's storage root (the root itself: "") show the moment.
+        let reached: @Sendable ([String]) -> Bool
+    }
+
+    /// Each kind of moment, each way where the way makes a difference: in process one handler
+    /// removes the root whatever the moment, so its root-just-made stop is the same as the others;
+    /// isolated, a key beside its data is removed as a plaintext file is.
+    static let moments: [Moment] = [
+        Moment(name: "its storage root just made", scenario: "crash-restart:json-file", inProcess: false) { !$0.isEmpty },
+        Moment(name: "a session process saving, tokens in clear", scenario: "crash-restart:json-file", inProcess: false) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+        Moment(name: "a session process saving, tokens in clear", scenario: "crash-restart:json-file", inProcess: true) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+        Moment(name: "a key beside the data it opens", scenario: "crash-restart:encrypted-file", inProcess: true) {
+            $0.contains { $0.hasSuffix("/session.key") }
+        },
+        Moment(name: "two processes sharing one session file", scenario: "shared-storage:json-file", inProcess: false) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+        Moment(name: "two processes sharing one session file", scenario: "shared-storage:json-file", inProcess: true) {
+            $0.contains { $0.hasSuffix("/session.json") }
+        },
+    ]
+
+    /// The paths under the storage root of the run `pid` started (named for it), relative to
+    /// TMPDIR's `folder`: the root itself as "", then what is in it as "/…".
+    static func paths(of pid: pid_t, under folder: String) -> [String] {
+        let roots = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+            .filter { $0.hasPrefix("session-bench-run-p\(pid)-") }
+        var found: [String] = []
+        for root in roots {
+            found.append("")
+            let enumerator = FileManager.default.enumerator(atPath: folder + "/" + root)
+            while let name = enumerator?.nextObject() as? String { found.append("/" + name) }
+        }
+        return found
+    }
+
+    @Test("killed at each kind of moment of the storage scenarios (SIGKILL isolated, SIGINT in process), then one more run: no token under TMPDIR")
     func killedDuringStorageScenarios() async throws {
         let temporary = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: temporary) }
         let environment = ["TMPDIR": temporary.path]
-        var random = SeededRandom(seed: 4)
-        let storage = ["--stores", "mutex,nslock", "--scenario", "crash-restart:json-file,crash-restart:encrypted-file,shared-storage:json-file", "--quiet"]
-        for moment in 0..<20 {
-            let inProcess = moment % 2 == 1
+        for moment in Self.moments {
+            let inProcess = moment.inProcess
+            let context = "\(moment.name), " + (inProcess ? "SIGINT in process" : "SIGKILL isolated")
             let (pid, logs) = try ToolProcess.spawn(
-                ["compare"] + storage + (inProcess ? ["--in-process"] : []), environment: environment)
+                ["compare", "--stores", "mutex", "--scenario", moment.scenario, "--quiet"]
+                    + (inProcess ? ["--in-process"] : []),
+                environment: environment)
             defer { try? FileManager.default.removeItem(at: logs) }
-            // A moment in the first second and a half: a session process saving, a folder being
-            // scanned, a measuring process starting.
-            try await Task.sleep(for: .milliseconds(100 + Int(random.next() % 1_400)))
-            kill(pid, inProcess ? SIGINT : SIGKILL)
+            // The moment is when its files appear (a run that ends first is stopped after its end).
             var status: Int32 = 0
-            while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            var ended = false
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !moment.reached(Self.paths(of: pid, under: temporary.path)), ContinuousClock.now < deadline {
+                if waitpid(pid, &status, WNOHANG) != 0 {
+                    ended = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(!ended, "\(context): the run ended before the moment came")
+            if !ended {
+                kill(pid, inProcess ? SIGINT : SIGKILL)
+                while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            }
             if inProcess {
                 // Stopped by a signal it handles: it removes what it made before it ends.
                 let left = Self.secrets(under: temporary.path)
-                #expect(left.secrets.isEmpty, "moment \(moment), SIGINT in process: \(left.secrets)")
+                #expect(left.secrets.isEmpty, "\(context): \(left.secrets)")
             }
         }
         let next = try await ToolProcess.run(

@@ -5,7 +5,7 @@ import TokenServer
 /// Every command's outputs — files, a saved baseline, appended reports and standard output — are
 /// written all or none: one that fails leaves every other as it was, and the run ends with exit 2
 /// and one line. No output may overwrite another, or the baseline a run reads.
-@Suite("Outputs all or none", .serialized, .timeLimit(.minutes(5)),
+@Suite("Outputs all or none", .timeLimit(.minutes(5)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct OutputsAllOrNoneTests {
     static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]
@@ -47,25 +47,22 @@ struct OutputsAllOrNoneTests {
     /// The files a folder starts with: what must still be there, byte for byte, after a failed run.
     static let existing = ["a.csv": "old csv\n", "saved.json": "{\"old\": true}\n", "summary.md": "# old summary\n"]
 
-    @Test("one failing output among several, generated over commands, outputs and failures: exit 2, one line, every file as it was")
+    @Test("one failing output among every other, over each kind of failure and each command: exit 2, one line, every file as it was")
     func oneFailingAmongSeveral() async throws {
-        var random = SeededRandom(seed: 31)
-        var cases = 0
-        for (command, outputs) in Self.commands {
-            for failure in Failure.allCases {
-                // Others beside the failing one: a random non-empty subset, with a JSON report where
-                // the file-size limit is what fails.
-                var chosen = outputs.filter { _ in random.next() % 2 == 0 }
-                if chosen.isEmpty { chosen = [outputs[Int(random.next() % UInt64(outputs.count))]] }
-                if failure == .fileSize, !chosen.contains(.json) { chosen.append(.json) }
-                if failure == .standardOutput { chosen.removeAll { $0 == .standardOutput } }
-                try await expectNothingWritten(command: command, outputs: chosen, failure: failure)
-                cases += 1
-            }
+        // Every kind of failure once, the commands in turn (compare, with the most outputs, twice),
+        // beside every other output the command takes: each run checks that all of them were left
+        // as they were. The outputs all go through one writer; what differs by command is what it
+        // hands it.
+        var commands: Set<String> = []
+        for (index, failure) in Failure.allCases.enumerated() {
+            let (command, outputs) = Self.commands[index % Self.commands.count]
+            let chosen = failure == .standardOutput ? outputs.filter { $0 != .standardOutput } : outputs
+            try await expectNothingWritten(command: command, outputs: chosen, failure: failure)
+            commands.insert(command[0])
         }
+        #expect(commands == Set(Self.commands.map { $0.arguments[0] }), "every command with outputs had a failing one")
         // check writes standard output only (its table), and the thresholds file with --update.
         try await expectCheckRefusesAFullStandardOutput()
-        #expect(cases == Self.commands.count * Failure.allCases.count)
     }
 
     func expectNothingWritten(command: [String], outputs: [Output], failure: Failure) async throws {
@@ -111,11 +108,31 @@ struct OutputsAllOrNoneTests {
               "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }
             """.utf8
         ).write(to: file)
-        for format in ["table", "json"] {
-            let run = try await ToolProcess.run(
-                ["check", "--thresholds", file.path, "--format", format, "--quiet"], stdout: "/dev/full", timeout: 60)
-            #expect(run.status == 2, "check --format \(format) > /dev/full: status \(run.status), \(run.stderr)")
-            #expect(run.stderr.contains("standard output"), "\(run.stderr)")
+        let run = try await ToolProcess.run(["check", "--thresholds", file.path, "--quiet"], stdout: "/dev/full", timeout: 60)
+        #expect(run.status == 2, "check > /dev/full: status \(run.status), \(run.stderr)")
+        #expect(run.stderr.contains("standard output"), "\(run.stderr)")
+    }
+
+    @Test("list, --help and every dry run write standard output whole or fail: exit 2 in one line on a full device")
+    func listHelpAndDryRunsToAFullStandardOutput() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let thresholds = folder.appendingPathComponent("limits.json")
+        try Data(
+            #"{ "version": 1, "run": { "stores": ["mutex"] }, "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }"#
+                .utf8
+        ).write(to: thresholds)
+        for arguments in [
+            ["list"], ["--help"], ["compare", "--dry-run"], ["stress", "--dry-run"],
+            ["sweep", "--parameter", "tasks", "--values", "2", "--dry-run"],
+            ["check", "--thresholds", thresholds.path, "--dry-run"],
+        ] {
+            let run = try await ToolProcess.run(arguments, stdout: "/dev/full", timeout: 60)
+            let context = arguments.joined(separator: " ")
+            #expect(run.status == 2, "\(context) > /dev/full: status \(run.status), \(run.stderr)")
+            #expect(
+                run.stderr.split(separator: "\n").count == 1 && run.stderr.contains("cannot write to standard output"),
+                "\(context): \(run.stderr)")
         }
     }
 
@@ -154,8 +171,11 @@ struct OutputsAllOrNoneTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let fifo = folder.appendingPathComponent("results.pipe").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        for extra in [["--output", "csv:" + fifo], ["--append-output", fifo]] {
-            let run = try await ToolProcess.run(["compare"] + Self.quick + extra, timeout: 60)
+        // Both at once: each waits out the reader wait.
+        async let output = ToolProcess.run(["compare"] + Self.quick + ["--output", "csv:" + fifo], timeout: 60)
+        async let append = ToolProcess.run(["compare"] + Self.quick + ["--append-output", fifo], timeout: 60)
+        let runs = [(["--output", "csv:" + fifo], try await output), (["--append-output", fifo], try await append)]
+        for (extra, run) in runs {
             let context = extra.joined(separator: " ")
             #expect(run.status == 2, "\(context): status \(run.status), \(run.stderr)")
             #expect(run.stderr.split(separator: "\n").count == 1, "\(context): \(run.stderr)")

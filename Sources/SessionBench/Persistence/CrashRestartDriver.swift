@@ -205,6 +205,10 @@ struct CrashRestartDriver {
                     link.kill()
                     outcome.failure = "the session process could not run: \(why)"
                     return true
+                case .unreachable(let why):
+                    link.kill()
+                    outcome.failure = "database unreachable: \(why)"
+                    return true
                 case .plan, .grant, .failure, .round, .answered, .roundDone, .inTurn, .overheads: continue
                 }
             }

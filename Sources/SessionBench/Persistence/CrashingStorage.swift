@@ -13,7 +13,9 @@ import Synchronization
 /// process at the plan's crash point inside the save of the round's refresh.
 ///
 /// The store sees an ordinary ``TokenStorage``; nothing here depends on how the store or the
-/// backend works. A crash in the middle of a save lowers the process's file-size limit, so the
+/// backend works. A call that finds the storage's server out of reach is told to the driver
+/// (``SessionLine/unreachable(_:)``) before the store hears of it: what the store does next is
+/// not its own doing. A crash in the middle of a save lowers the process's file-size limit, so the
 /// kernel cuts the backend's write after a seeded number of bytes and ends the process with
 /// SIGXFSZ, whatever the backend writes with.
 final class CrashingStorage: TokenStorage {
@@ -81,7 +83,14 @@ final class CrashingStorage: TokenStorage {
         calls.add(1, ordering: .sequentiallyConsistent)
         underway.add(1, ordering: .sequentiallyConsistent)
         defer { underway.subtract(1, ordering: .sequentiallyConsistent) }
-        return try body()
+        do throws(StorageError) { return try body() } catch {
+            tellIfUnreachable(error)
+            throw error
+        }
+    }
+
+    private func tellIfUnreachable(_ error: StorageError) {
+        if case .unreachable(let why) = error { pipe.send(.unreachable(why)) }
     }
 
     func load() throws(StorageError) -> TokenGrant? {
@@ -159,7 +168,16 @@ extension CrashingStorage: AnnouncingTokenStorage {
 
     func whileRefreshing<R>(_ body: () async -> R) async throws(StorageError) -> R {
         guard let shared = wrapped as? any SharedTokenStorage else { return await body() }
-        return try await shared.whileRefreshing {
+        do throws(StorageError) {
+            return try await turn(shared, body)
+        } catch {
+            tellIfUnreachable(error)
+            throw error
+        }
+    }
+
+    private func turn<R>(_ shared: any SharedTokenStorage, _ body: () async -> R) async throws(StorageError) -> R {
+        try await shared.whileRefreshing {
             if parking.exchange(false, ordering: .sequentiallyConsistent) {
                 pipe.send(.inTurn)
                 while true { sleepThread(milliseconds: 1000) }

@@ -47,6 +47,7 @@ extension SessionLine {
         case .overheads(let nanoseconds): wire = Wire(type: "overheads", numbers: nanoseconds)
         case .round(let round): wire = Wire(type: "round", round: round)
         case .problem(let why): wire = Wire(type: "problem", text: why)
+        case .unreachable(let why): wire = Wire(type: "unreachable", text: why)
         case .plan(let plan): wire = Wire(type: "plan", plan: plan)
         case .grant(let id, let grant): wire = Wire(type: "grant", id: id, grant: StoredGrant(grant))
         case .failure(let id, let error):
@@ -107,6 +108,7 @@ extension SessionLine {
             self = .overheads(numbers)
         case "done": self = .done
         case "problem": self = .problem(wire.text ?? "")
+        case "unreachable": self = .unreachable(wire.text ?? "")
         case "plan":
             guard let plan = wire.plan else { return nil }
             self = .plan(plan)

@@ -15,7 +15,7 @@ extension SessionProcess {
         var storages: [CrashingStorage] = []
         for _ in 0..<plan.instances {
             let opened: any TokenStorage
-            do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error.description) }
+            do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error) }
             // Counts and times saves; never crashes.
             let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: .clean, midSaveLimit: 0)
             storages.append(storage)

@@ -41,7 +41,7 @@ public enum SessionProcess {
             await runShared(plan, descriptor: descriptor, backend: backend, endpoint: endpoint, pipe: pipe)
         }
         let opened: any TokenStorage
-        do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error.description) }
+        do { opened = try backend.make(directory: plan.directory) } catch { fail(pipe, error) }
         let storage = CrashingStorage(wrapping: opened, pipe: pipe, crash: plan.crash, midSaveLimit: plan.midSaveLimit)
         let store = descriptor.make(
             SessionStoreConfiguration(endpoint: PipeEndpoint(pipe: pipe), clock: .system, storage: storage))
@@ -121,5 +121,15 @@ public enum SessionProcess {
     static func fail(_ pipe: SessionPipe, _ why: String) -> Never {
         pipe.send(.problem(why))
         exit(2)
+    }
+
+    /// Ends the process because its storage could not be made: the driver hears why, and whether
+    /// the storage's server was out of reach (the run's problem, not the store's).
+    static func fail(_ pipe: SessionPipe, _ error: StorageError) -> Never {
+        if case .unreachable(let why) = error {
+            pipe.send(.unreachable(why))
+            exit(2)
+        }
+        fail(pipe, error.description)
     }
 }

@@ -84,6 +84,9 @@ enum SessionLine: Equatable {
     case overheads([Int64])
     /// The process could not do its part (unknown store, storage unusable): the run errors.
     case problem(String)
+    /// The storage's server could not be reached (a database that is down): the run errors, and
+    /// nothing the store did since is judged.
+    case unreachable(String)
     // Driver → session process.
     case plan(SessionProcessPlan)
     /// `shared-storage`: the next round.

@@ -112,12 +112,29 @@ extension SharedStorageDriver {
         do throws(StorageError) {
             let storage = try backend.make(directory: directory)
             return try storage.load().map { .session(generation: $0.accessToken.generation) } ?? .empty
+        } catch .unreachable(let why) {
+            if outcome.failure == nil { outcome.failure = Self.unreachable(why) }
+            return nil
         } catch .writeFailed(let why) {
             if outcome.failure == nil { outcome.failure = "the harness could not read \(backend.name): \(why)" }
             return nil
         } catch {
             return .unreadable
         }
+    }
+
+    /// Why the backend's server cannot be reached now, asked with the backend's own code; `nil`
+    /// when it answers, or when the backend keeps the session in the folder.
+    func databaseOutOfReach(_ directory: String) -> String? {
+        guard backend.isServer else { return nil }
+        do throws(StorageError) {
+            _ = try backend.make(directory: directory).load()
+        } catch .unreachable(let why) {
+            return why
+        } catch {
+            return nil
+        }
+        return nil
     }
 
     /// I8, I13, I16 after one instance's sign-out: the others' 401s get `signedOut`, nothing is

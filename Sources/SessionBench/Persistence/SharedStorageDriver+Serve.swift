@@ -28,12 +28,16 @@ extension SharedStorageDriver {
         case closed
         case timedOut
         case problem(String)
+        /// The process found the storage's server out of reach.
+        case unreachable(String)
     }
 
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
     /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
+    /// A database out of reach stops it as an error of the run, never a hang or a finding
+    /// against the store: said by a process, or found by the driver when a process went quiet.
     func accept(
-        _ heard: [Heard], links: [SessionProcessLink], phase: String, secrets: inout Secrets,
+        _ heard: [Heard], links: [SessionProcessLink], phase: String, directory: String, secrets: inout Secrets,
         outcome: inout DriverOutcome
     ) -> Bool {
         for part in heard {
@@ -44,7 +48,13 @@ extension SharedStorageDriver {
         for (index, part) in heard.enumerated() {
             switch part.end {
             case .complete: continue
+            case .unreachable(let why):
+                outcome.failure = Self.unreachable(why)
             case .timedOut:
+                if let why = databaseOutOfReach(directory) {
+                    outcome.failure = Self.unreachable(why)
+                    break
+                }
                 let expected = instancesPerProcess * scenario.tasks
                 outcome.hang = .init(
                     stuckCallers: max(0, expected - part.answers.count), ofCallers: expected,
@@ -63,6 +73,12 @@ extension SharedStorageDriver {
         }
         return true
     }
+
+    /// The run's failure when the database is out of reach.
+    static func unreachable(_ why: String) -> String { "database unreachable: \(why)" }
+
+    /// Whether `failure` is a database out of reach.
+    static func lostDatabase(_ failure: String?) -> Bool { failure?.hasPrefix(unreachable("")) == true }
 
     /// Serves every process at once — their token-endpoint calls go to the server — until each
     /// has sent what `enough` asks for, or goes quiet for the hang timeout.
@@ -107,6 +123,9 @@ extension SharedStorageDriver {
                                 heard.readStorageCalls += calls
                             case .problem(let why):
                                 heard.end = .problem(why)
+                                return (index, heard)
+                            case .unreachable(let why):
+                                heard.end = .unreachable(why)
                                 return (index, heard)
                             default: continue
                             }

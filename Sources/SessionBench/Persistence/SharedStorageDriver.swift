@@ -72,7 +72,10 @@ struct SharedStorageDriver {
             return
         }
         secrets.note(grant)
-        do throws(StorageError) { try backend.make(directory: directory).save(grant) } catch {
+        do throws(StorageError) { try backend.make(directory: directory).save(grant) } catch .unreachable(let why) {
+            outcome.failure = Self.unreachable(why)
+            return
+        } catch {
             outcome.failure = "could not save the session to \(backend.name): \(error)"
             return
         }
@@ -132,7 +135,10 @@ struct SharedStorageDriver {
         }
         outcome.persistence?.processes = processes
         outcome.seconds = (ContinuousClock.now - started).secondsValue
-        oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
+        // After the database went out of reach, what the stores did is not theirs to answer for.
+        if !Self.lostDatabase(outcome.failure) {
+            oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
+        }
         if let atRest { CrashRestartDriver.judgeAtRest(atRest, backend: backend, oracle: oracle, outcome: &outcome) }
     }
 
@@ -144,7 +150,8 @@ struct SharedStorageDriver {
         dead: inout Set<Int>, outcome: inout DriverOutcome
     ) async -> Bool {
         let launch = await serve(links, server: server, until: { $0.firsts.count == instancesPerProcess })
-        guard accept(launch, links: links, phase: "launch", secrets: &secrets, outcome: &outcome) else { return false }
+        guard accept(launch, links: links, phase: "launch", directory: directory, secrets: &secrets, outcome: &outcome)
+        else { return false }
         for (index, heard) in launch.enumerated() {
             for first in heard.firsts {
                 switch first {
@@ -172,7 +179,8 @@ struct SharedStorageDriver {
             let heard = await serve(links, server: server, dead: dead) {
                 $0.done.contains(round.index) || $0.inTurn || (crashing && !$0.answers.isEmpty)
             }
-            return accept(heard, links: links, phase: context, secrets: &secrets, outcome: &outcome) ? heard : nil
+            return accept(heard, links: links, phase: context, directory: directory, secrets: &secrets, outcome: &outcome)
+                ? heard : nil
         }
         let everyone = Array(0..<holders)
         for event in 0..<scenario.rounds {
@@ -209,6 +217,8 @@ struct SharedStorageDriver {
                     held: held),
                 heard: heard, ledger: server.ledger.entries, outcome: &outcome)
             judgeStorage(after: "event \(event)", in: directory, handed: handed, outcome: &outcome)
+            // The driver could not read the storage (a database out of reach): nothing more to judge.
+            guard outcome.failure == nil else { return false }
             // A database keeps the session on the server, not in files: nothing here to scan.
             guard !backend.isServer else { continue }
             var seen = atRest ?? AtRestScan()
@@ -243,6 +253,8 @@ struct SharedStorageDriver {
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn, handed: &handed, outcome: &outcome)
             judgeStorage(after: "the lock holder's crash", in: directory, handed: handed, outcome: &outcome)
+            // The driver could not read the storage (a database out of reach): nothing more to judge.
+            guard outcome.failure == nil else { return false }
             // A replica stalls holding the lock, its refresh token read; the others wait past the
             // lock's timeout, then it goes on. Still one refresh for the expiry.
             if survivors.count >= 2, let stalled = survivors.last {
@@ -277,6 +289,8 @@ struct SharedStorageDriver {
                     after: phases[2], waited: waitedSeconds, ledger: server.ledger.entries, handed: &handed,
                     outcome: &outcome)
                 judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed, outcome: &outcome)
+                // The driver could not read the storage (a database out of reach): nothing more to judge.
+                guard outcome.failure == nil else { return false }
             }
         }
         // One instance signs out; the others' next refresh must find the shared session over.

@@ -54,7 +54,7 @@ struct Check: AsyncParsableCommand {
         let (stores, scenarios, setup) = try selection(for: file.run)
         let execution = Execution(self.execution, setup: setup)
         if dryRun {
-            print("\(file.limits.count) limit(s)\n" + execution.plan(stores, scenarios), terminator: "")
+            try OutputWriter.show("\(file.limits.count) limit(s)\n" + execution.plan(stores, scenarios))
             return
         }
         if !execution.quiet {

@@ -45,7 +45,7 @@ struct Compare: AsyncParsableCommand {
             try Self.refuseIfIncomparable(baseline, ResultsReport(results: planned, metadata: metadata))
         }
         if run.dryRun {
-            print(execution.plan(stores, scenarios, repeats: repeats), terminator: "")
+            try OutputWriter.show(execution.plan(stores, scenarios, repeats: repeats))
             return
         }
         try run.place()
@@ -73,13 +73,23 @@ struct Compare: AsyncParsableCommand {
             }
         }
         var baselineOutput: [(target: OutputTarget, text: String)] = []
+        var madeFolders: [String] = []
         if let name = baselines.saveBaseline {
             var saved = report
             saved.comparison = nil
-            baselineOutput.append((try Baselines.saveTarget(name), try saved.json()))
+            let text = try saved.json()
+            let (target, made) = try Baselines.saveTarget(name)
+            baselineOutput.append((target, text))
+            madeFolders = made
         }
-        // The saved baseline is one more output: written with the others, or none is.
-        try output.emit(report, quiet: run.execution.quiet, also: baselineOutput)
+        // The saved baseline is one more output: written with the others, or none is — and then
+        // no folder made for it stays either.
+        do {
+            try output.emit(report, quiet: run.execution.quiet, also: baselineOutput)
+        } catch {
+            Baselines.removeFolders(madeFolders)
+            throw error
+        }
         if let name = baselines.saveBaseline {
             if !run.execution.quiet {
                 Log.progress("saved baseline \(Baselines.isName(name) ? "'\(name)' to \(try Baselines.path(for: name))" : "to \(Printable.name(name))")")

@@ -9,9 +9,10 @@ struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the stores, scenarios and storage backends, one per line.")
 
-    func run() {
+    func run() throws {
+        var lines: [String] = []
         let width = max(16, (StoreRegistry.all.map(\.name.count).max() ?? 0) + 1)
-        print("stores:")
+        lines.append("stores:")
         for store in StoreRegistry.all {
             let marks = [
                 store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
@@ -20,14 +21,14 @@ struct List: ParsableCommand {
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
-            print("  \(store.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
+            lines.append("  \(store.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
         }
-        print("scenarios:")
+        lines.append("scenarios:")
         for scenario in ScenarioCatalog.all {
             let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
-            print("  \(name) \(ScenarioText.summary(scenario))")
+            lines.append("  \(name) \(ScenarioText.summary(scenario))")
         }
-        print("storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
+        lines.append("storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
         let backendWidth = max(20, (StorageBackendCatalog.all.map(\.name.count).max() ?? 0) + 1)
         for backend in StorageBackendCatalog.all {
             let marks = [
@@ -37,7 +38,9 @@ struct List: ParsableCommand {
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
             let name = backend.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
-            print("  \(name) \(backend.summary)\(suffix)")
+            lines.append("  \(name) \(backend.summary)\(suffix)")
         }
+        // Standard output is an output: written whole, or a one-line error.
+        try OutputWriter.show(lines.joined(separator: "\n") + "\n")
     }
 }

@@ -48,7 +48,9 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     static func report(_ error: Error) -> Int32 {
         let (status, text) = outcome(of: error)
         switch text {
-        case .standardOutput(let help): print(help)
+        case .standardOutput(let help):
+            // Help is an output too: a full disk or a closed pipe is an error, not a success.
+            do throws(UsageError) { try OutputWriter.show(help + "\n") } catch { return report(error) }
         case .standardError(let line): Log.progress(line)
         case nil: break
         }

@@ -35,7 +35,7 @@ struct Stress: AsyncParsableCommand {
         var execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
             let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
-            print("stress: \(length), a new seed each\n" + execution.plan(stores, base), terminator: "")
+            try OutputWriter.show("stress: \(length), a new seed each\n" + execution.plan(stores, base))
             return
         }
         execution.quiet = true  // a line per iteration, and one per failure, instead of one per run

@@ -136,9 +136,9 @@ struct Sweep: AsyncParsableCommand {
         let schedule = SweepSchedule.order(stores: stores, values: points.map(\.value), repeats: passes)
         let execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
-            print(
+            try OutputWriter.show(
                 "sweep: \(parameter.rawValue) over \(points.count) value(s), \(passes) repeat(s): "
-                    + "\(schedule.count) runs\n" + execution.plan(stores, points.map(\.scenario)), terminator: "")
+                    + "\(schedule.count) runs\n" + execution.plan(stores, points.map(\.scenario)))
             return
         }
         try run.place()

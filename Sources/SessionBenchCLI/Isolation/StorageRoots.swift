@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionStorage
 
 /// The folders a run keeps its storage folders in (`crash-restart`, `shared-storage`: simulated
 /// sessions, tokens in clear on the plain backends), one per process that runs scenarios over
@@ -83,5 +84,27 @@ enum StorageRoots {
         Log.progress(
             "session-bench: removed \(removed) storage folder(s) of runs that ended without removing them "
                 + "(under \(Printable.name(NSTemporaryDirectory())))")
+    }
+
+    /// Removes the sessions that this machine's runs that are gone left on the servers of
+    /// `backends` (a database row that a run killed, or one whose database went out of reach
+    /// before the end, could not remove) and, if there were any, says so in one line. A server out
+    /// of reach is left for the run to report.
+    static func sweep(servers backends: [StorageBackend]) {
+        var removed: [(backend: String, count: Int)] = []
+        var swept: Set<String> = []
+        for backend in backends where backend.isServer && swept.insert(backend.name).inserted {
+            guard let count = backend.removeAbandoned(where: ownerIsGone) else { break }
+            if count > 0 { removed.append((backend.name, count)) }
+        }
+        guard !removed.isEmpty else { return }
+        Log.progress(
+            "session-bench: removed \(removed.map(\.count).reduce(0, +)) stored session(s) of runs that ended "
+                + "without removing them (from the server of \(removed.map(\.backend).joined(separator: ", ")))")
+    }
+
+    /// Whether the storage folder `directory` lies in a root whose owner is gone.
+    @Sendable static func ownerIsGone(_ directory: String) -> Bool {
+        URL(fileURLWithPath: directory).pathComponents.contains(where: isAbandoned)
     }
 }

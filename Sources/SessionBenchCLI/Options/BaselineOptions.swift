@@ -145,23 +145,41 @@ enum Baselines {
         }
     }
 
-    /// Where `--save-baseline` writes, the baselines folder made if missing.
-    static func saveTarget(_ reference: String) throws(UsageError) -> OutputTarget {
+    /// Where `--save-baseline` writes, the baselines folder made if missing, and the folders made
+    /// for it (innermost first): ``removeFolders(_:)`` takes them away again if the save fails.
+    static func saveTarget(_ reference: String) throws(UsageError) -> (target: OutputTarget, made: [String]) {
         let file = try path(for: reference)
+        var made: [String] = []
         if isName(reference) {
+            var folder = directory
+            while !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
+                made.append(folder)
+                folder = (folder as NSString).deletingLastPathComponent
+            }
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
+                removeFolders(made)
                 throw UsageError(
                     "--save-baseline: cannot create '\(directory)' (\(error.localizedDescription)); "
                         + "run from a folder you can write, or give a .json file")
             }
         }
-        let target = try OutputTarget.plan(file, option: "--save-baseline")
-        guard case .replace = target.kind else {
-            throw UsageError("--save-baseline '\(Printable.name(file))': give a regular file's path")
+        do throws(UsageError) {
+            let target = try OutputTarget.plan(file, option: "--save-baseline")
+            guard case .replace = target.kind else {
+                throw UsageError("--save-baseline '\(Printable.name(file))': give a regular file's path")
+            }
+            return (target, made)
+        } catch {
+            removeFolders(made)
+            throw error
         }
-        return target
+    }
+
+    /// Removes the folders a failed save made, innermost first, each only if it is still empty.
+    static func removeFolders(_ made: [String]) {
+        for folder in made { rmdir(folder) }
     }
 
     /// The report saved as `reference`, and how to name it in messages.

@@ -122,6 +122,24 @@ struct BaselineCommandTests {
         }
     }
 
+    @Test("a named baseline whose save fails leaves no folder made for it; one that was there stays")
+    func failedSaveLeavesNoFolder() async throws {
+        let directory = try cli.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let inFolder = ["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", directory.path]
+        let saving = Self.quick + ["--repeats", "1", "--save-baseline", "main"]
+        // The save fails with another output: nothing is left, not even the folders.
+        let failed = try await ToolProcess.run(saving + ["--output", "/dev/full"], launcher: inFolder)
+        #expect(failed.status == 2, "\(failed.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "a folder was left behind")
+        // With .session-bench there already, only what the save made goes.
+        let parent = directory.appendingPathComponent(".session-bench")
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: false)
+        let full = try await ToolProcess.run(saving, launcher: inFolder, stdout: "/dev/full")
+        #expect(full.status == 2, "\(full.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty, "baselines/ was left behind")
+    }
+
     @Test("a named baseline lives in .session-bench/baselines of the folder compare runs in")
     func namedBaseline() async throws {
         let directory = try cli.temporaryDirectory()

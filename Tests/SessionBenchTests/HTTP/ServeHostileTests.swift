@@ -4,8 +4,10 @@ import Testing
 
 /// `session-bench serve` as an attacker on the same machine, a hostile web page or a careless
 /// client meets it: foreign Host and Origin values, guessable tokens, pipelined requests, stops
-/// while requests are held, outputs no one reads, and more connections than descriptors.
-@Suite(.serialized, .timeLimit(.minutes(4)),
+/// while requests are held, outputs no one reads, and more connections than descriptors. Each
+/// test runs a `serve` of its own, so they run side by side: most of their time is waiting (a
+/// grace, a reader that never comes).
+@Suite(.timeLimit(.minutes(4)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct ServeHostileTests {
     /// A running `serve` and its port.
