@@ -47,7 +47,10 @@ struct ContractModelTests {
     @Test(arguments: cases)
     func caught(_ testCase: Case) async throws {
         let results = await Self.runDefaults(testCase.store, until: testCase.expected)
-        let summary = results.map { "\($0.scenario): \(ResultsReport.verdictText($0))" }.joined(separator: "; ")
+        let summary = results.map {
+            "\($0.scenario): \(ResultsReport.verdictText($0))" + ($0.hang.map { " (\($0.phase): \($0.detail ?? ""))" } ?? "")
+                + ($0.failure.map { " (\($0))" } ?? "")
+        }.joined(separator: "; ")
         let shown = results.flatMap(\.violations).filter { $0.invariant == testCase.expected }
         #expect(!shown.isEmpty, "\(summary)")
         #expect(shown.contains { !$0.trace.isEmpty }, "a trace points at the mistake: \(shown)")

@@ -24,14 +24,11 @@ extension RoundDriver {
                 return (t0, t1, result, result.failureValue == nil ? await read() : [])
             })
         else { return false }
-        let family = server.ledger.entries.last {
-            $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
-        }?.family
-        if let family { accountOfFamily[family] = account }
-        events.append(
-            SessionEvent(
-                account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1,
-                error: result.failureValue, clockAt: time.now))
+        let event = SessionEvent.signIn(
+            account: account, slot: slot, from: t0, to: t1, error: result.failureValue, clockAt: time.now,
+            ledger: server.ledger)
+        if let family = event.family { accountOfFamily[family] = account }
+        events.append(event)
         try result.get()
         outcome.latencies.record(.signIn, nanoseconds: t1 - t0)
         outcome.operations += 1

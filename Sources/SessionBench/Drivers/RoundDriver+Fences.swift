@@ -139,7 +139,7 @@ extension RoundDriver {
             let earlierSlot = overtaking == .signOut ? signedInSlot[account] : 1 - signedInSlot[account]
             let laterSlot = signedInSlot[account]
             let held = startSignIn(account, slot: earlierSlot)
-            guard await arrive(at: gate, count: 1) else { return false }
+            guard await arrive(at: gate, count: 1, unless: held) else { return false }
             if overtaking == .signOut {
                 guard await signOut(account) else {
                     gate.release()
@@ -148,11 +148,19 @@ extension RoundDriver {
             }
             if bothHeld {
                 // The later sign-in waits at the server too; the earlier one is answered first.
+                let waiting = gate.waitingCount
                 let later = startSignIn(account, slot: laterSlot)
-                guard await arrive(at: gate, count: 2) else { return false }
+                guard await arrive(at: gate, count: waiting + 1, unless: later) else { return false }
+                // The earlier sign-in goes on (its store may ask the server more than once: new
+                // calls pass before it is let through); the later one stays held until the
+                // earlier has returned.
+                gate.admitNew()
                 gate.releaseFirst()
-                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
-                else { return false }
+                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.task.value })
+                else {
+                    gate.release()
+                    return false
+                }
                 events.append(event)
                 guard await probeSynchronousRead("round \(round) the overtaken sign-in answered, the later one held")
                 else {
@@ -160,7 +168,7 @@ extension RoundDriver {
                     return false
                 }
                 gate.release()
-                guard let laterEvent = await watched(.signIn, phase: "round \(round) the later sign-in", { await later.value })
+                guard let laterEvent = await watched(.signIn, phase: "round \(round) the later sign-in", { await later.task.value })
                 else { return false }
                 events.append(laterEvent)
                 if laterEvent.error == nil { signedInSlot[account] = laterSlot }
@@ -179,7 +187,7 @@ extension RoundDriver {
                     return false
                 }
                 gate.release()
-                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.value })
+                guard let event = await watched(.signIn, phase: "round \(round) the overtaken sign-in", { await held.task.value })
                 else { return false }
                 events.append(event)
             }
@@ -192,38 +200,50 @@ extension RoundDriver {
             : await afterFence(.userSwitch, round: round)
     }
 
-    /// Waits until `count` calls have reached `gate` since it was held; `false` (a hang) if they
-    /// do not within the hang timeout.
-    mutating func arrive(at gate: RefreshGate, count: Int) async -> Bool {
+    /// Waits until `count` calls wait at `gate`, or `signIn` has returned without (a store that
+    /// did not ask the server: what it answered is judged like any sign-in); `false` (a hang) if
+    /// neither happens within the hang timeout.
+    mutating func arrive(at gate: RefreshGate, count: Int, unless signIn: HeldSignIn) async -> Bool {
         let deadline = ContinuousClock.now + runner.hangTimeout
-        while gate.waitingCount < count, ContinuousClock.now < deadline { await pause(.microseconds(100)) }
-        guard gate.waitingCount >= count else {
+        while gate.waitingCount < count, !signIn.returned, ContinuousClock.now < deadline {
+            await pause(.microseconds(100))
+        }
+        guard gate.waitingCount >= count || signIn.returned else {
             gate.release()
             outcome.hang = .init(
                 stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
-                phase: "a sign-in never reached the server", detail: "the store's signIn did not call the server")
+                phase: "a sign-in never reached the server",
+                detail: "the store's signIn neither called the server nor returned (\(gate.waitingCount) of \(count) sign-in(s) waiting)")
             return false
         }
         return true
     }
 
+    /// A sign-in in a task of its own, and whether it has returned.
+    struct HeldSignIn: Sendable {
+        let task: Task<SessionEvent, Never>
+        let done: Flag
+        var returned: Bool { done.value.load(ordering: .acquiring) }
+
+        final class Flag: Sendable { let value = Atomic(false) }
+    }
+
     /// A sign-in of `account`'s user `slot` in a task of its own, recorded when it returns.
-    func startSignIn(_ account: Int, slot: Int) -> Task<SessionEvent, Never> {
+    func startSignIn(_ account: Int, slot: Int) -> HeldSignIn {
         let store = stores[account], server = self.server, time = self.time
         let credentials = Credentials(subject: subjects[account][slot])
-        return Task {
+        let done = HeldSignIn.Flag()
+        let task = Task {
+            defer { done.value.store(true, ordering: .releasing) }
             let t0 = TokenServer.realNanoseconds()
             let at = time.now
             var failure: SessionError?
             do throws(SessionError) { try await store.signIn(credentials) } catch { failure = error }
-            let t1 = TokenServer.realNanoseconds()
-            let family = server.ledger.entries.last {
-                $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
-            }?.family
-            return SessionEvent(
-                account: account, kind: .signIn(slot: slot, family: family), startedNanos: t0, returnedNanos: t1,
-                error: failure, clockAt: at)
+            return SessionEvent.signIn(
+                account: account, slot: slot, from: t0, to: TokenServer.realNanoseconds(), error: failure, clockAt: at,
+                ledger: server.ledger)
         }
+        return HeldSignIn(task: task, done: done)
     }
 
     // MARK: Helpers

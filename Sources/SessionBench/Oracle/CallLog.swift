@@ -36,13 +36,9 @@ final class CallLog: Sendable {
         let at = clock.now()
         var failure: SessionError?
         do throws(SessionError) { try await store.signIn(Credentials(subject: user)) } catch { failure = error }
-        let t1 = TokenServer.realNanoseconds()
-        let family = server.ledger.entries.last {
-            $0.call == .signIn && $0.sentAt >= t0 && $0.sentAt <= t1 && $0.issuedGeneration != nil
-        }?.family
-        let event = SessionEvent(
-            account: 0, kind: .signIn(slot: subjects[0].firstIndex(of: user) ?? 0, family: family), startedNanos: t0,
-            returnedNanos: t1, error: failure, clockAt: at)
+        let event = SessionEvent.signIn(
+            account: 0, slot: subjects[0].firstIndex(of: user) ?? 0, from: t0, to: TokenServer.realNanoseconds(),
+            error: failure, clockAt: at, ledger: server.ledger)
         recorded.withLock(visibleTo: self) { $0.events.append(event) }
         if let failure { throw failure }
     }

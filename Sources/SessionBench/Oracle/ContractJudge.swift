@@ -49,6 +49,8 @@ struct ContractJudge {
     private(set) var revokedTold: [UInt64: Int64] = [:]
     /// Storage writes already judged, by account.
     private var writesJudged: [Int: Int] = [:]
+    /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
+    private var endsJudged: [Int: Int] = [:]
 
     init(skew: Duration, paced: Bool = false) {
         self.skew = skew
@@ -217,6 +219,26 @@ struct ContractJudge {
                     ]))
             break
         }
+        // A sign-out, and the start of a sign-in, clear a storage that holds a session: a crash
+        // after them must not bring the ended session back.
+        let ends = timeline.events(of: account).filter { $0.returnedNanos < instant }
+        for end in ends.dropFirst(endsJudged[account] ?? 0) {
+            let before = writes.last { $0.at < end.startedNanos }
+            guard before?.generation != nil else { continue }  // nothing saved: nothing to clear
+            let cleared = writes.contains {
+                $0.generation == nil && $0.at >= end.startedNanos && $0.at <= end.returnedNanos
+            }
+            if !cleared {
+                report(
+                    Finding(
+                        invariant: .signOutDurable,
+                        summary:
+                            "the storage was not cleared by the \(end.isSignIn ? "sign-in" : "sign-out"): it held generation \(before!.generation!) of the session that ended",
+                        trace: ["the \(end.isSignIn ? "sign-in" : "sign-out") ran from +\(relative(end.startedNanos, timeline)) to +\(relative(end.returnedNanos, timeline)) with no clear of the storage"]))
+                break
+            }
+        }
+        endsJudged[account] = ends.count
         // What it holds now, with nothing under way: nothing after a sign-out, the session's newest.
         let current = timeline.current(account: account, at: instant)
         if current.families.isEmpty, let saved {

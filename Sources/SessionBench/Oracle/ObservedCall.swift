@@ -147,6 +147,20 @@ struct SessionEvent: Sendable {
     /// The family the event started, when it was a sign-in the server granted.
     var family: UInt64? { if case .signIn(_, let family) = kind { family } else { nil } }
 
+    /// A sign-in of `account`'s user `slot` that ran from `start` to `end` (real nanoseconds),
+    /// with the family the server granted it then, if it granted one.
+    static func signIn(
+        account: Int, slot: Int, from start: Int64, to end: Int64, error: SessionError?, clockAt: TokenInstant,
+        ledger: Ledger
+    ) -> SessionEvent {
+        let family = ledger.entries.last {
+            $0.call == .signIn && $0.sentAt >= start && $0.sentAt <= end && $0.issuedGeneration != nil
+        }?.family
+        return SessionEvent(
+            account: account, kind: .signIn(slot: slot, family: family), startedNanos: start, returnedNanos: end,
+            error: error, clockAt: clockAt)
+    }
+
     /// Whether the event overlaps the interval `[start, end]`.
     func overlaps(_ start: Int64, _ end: Int64) -> Bool { startedNanos <= end && returnedNanos >= start }
 }

@@ -284,8 +284,4 @@ struct StatesRun {
         }
         return true
     }
-
-    static func result(_ body: () async throws(SessionError) -> AccessToken) async -> Result<AccessToken, SessionError> {
-        do throws(SessionError) { return .success(try await body()) } catch { return .failure(error) }
-    }
 }
