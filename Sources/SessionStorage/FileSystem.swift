@@ -119,8 +119,9 @@ enum FileSystem {
         }
     }
 
-    /// Creates `path` and any missing parents with `mode`, syncing each new folder into its parent.
-    /// An existing folder is left as it is.
+    /// Creates `path` with `mode`, syncing it into its parent; an existing folder is left as it
+    /// is. The parent must exist: a folder that was removed (a run's storage root, taken away
+    /// when the run is stopped) is never made again by a store that saves after it.
     static func makeFolder(_ path: String, mode: mode_t) throws(StorageError) {
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
@@ -128,7 +129,6 @@ enum FileSystem {
             return
         }
         let parent = folder(of: path)
-        if parent != path { try makeFolder(parent, mode: mode) }
         guard mkdir(path, mode) == 0 || errno == EEXIST else { throw writeFailed(path, errno) }
         try syncFolder(parent, naming: path)
     }

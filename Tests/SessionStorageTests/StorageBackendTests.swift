@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import SessionStorage
 import Testing
@@ -42,6 +43,23 @@ struct StorageBackendTests {
             #expect(loaded.accessToken.expiresAt == grant.accessToken.expiresAt)
             #expect(loaded.refreshToken == grant.refreshToken)
         }
+    }
+
+    @Test(
+        "a folder that was removed is never made again: a storage made there fails, a save leaves nothing",
+        arguments: StorageBackendCatalog.all.filter { !$0.isServer })
+    func removedFolderStaysRemoved(backend: StorageBackend) throws {
+        let folder = try ScratchFolder()
+        let root = folder.path("root"), run = folder.path("root/run")
+        try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
+        let storage = try backend.make(directory: run)
+        try storage.save(SampleGrants.grant("before"))
+        // A run's storage root taken away while a store still saves into it, and another made.
+        try FileManager.default.removeItem(atPath: root)
+        // A file backend fails; SQLite may write on into the removed file it holds open.
+        _ = try? storage.save(SampleGrants.grant("after"))
+        #expect(throws: StorageError.self) { try backend.make(directory: run).save(SampleGrants.grant("after")) }
+        #expect(try folder.entries() == [])
     }
 
     @Test("a storage made again on the same folder restores the session", arguments: StorageBackendCatalog.all)
