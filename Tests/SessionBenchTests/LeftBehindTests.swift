@@ -73,12 +73,28 @@ struct LeftBehindTests {
         return found
     }
 
-    @Test("killed at each kind of moment of the storage scenarios (SIGKILL isolated, SIGINT in process), then one more run: no token under TMPDIR")
+    /// Stops at moments drawn at random (seeded; the seed is in every failure): a scenario, a way,
+    /// and a time after the start, 20 to 900 ms, across starting up, running and cleaning up.
+    static func randomMoments(_ count: Int, seed: UInt64) -> [(moment: Moment, after: Duration)] {
+        var random = SeededRandom(seed: seed)
+        let scenarios = ["crash-restart:json-file", "crash-restart:encrypted-file", "shared-storage:json-file"]
+        return (0..<count).map { index in
+            let scenario = scenarios.randomElement(using: &random)!
+            let inProcess = Bool.random(using: &random)
+            let after = Duration.milliseconds(Int.random(in: 20...900, using: &random))
+            return (Moment(name: "random stop \(index + 1) of seed \(seed), \(scenario) after \(after)", scenario: scenario, inProcess: inProcess) { _ in false }, after)
+        }
+    }
+
+    @Test("killed at each kind of moment of the storage scenarios and at 20 random ones (SIGKILL isolated, SIGINT in process), then one more run: no token under TMPDIR")
     func killedDuringStorageScenarios() async throws {
         let temporary = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: temporary) }
         let environment = ["TMPDIR": temporary.path]
-        for moment in Self.moments {
+        let seed = UInt64.random(in: 1...999_999)
+        let stops = Self.moments.map { (moment: $0, after: Duration?.none) }
+            + Self.randomMoments(20, seed: seed).map { (moment: $0.moment, after: Optional($0.after)) }
+        for (moment, after) in stops {
             let inProcess = moment.inProcess
             let context = "\(moment.name), " + (inProcess ? "SIGINT in process" : "SIGKILL isolated")
             let (pid, logs) = try ToolProcess.spawn(
@@ -86,18 +102,20 @@ struct LeftBehindTests {
                     + (inProcess ? ["--in-process"] : []),
                 environment: environment)
             defer { try? FileManager.default.removeItem(at: logs) }
-            // The moment is when its files appear (a run that ends first is stopped after its end).
+            // The moment is when its files appear, or the drawn time has passed (a run that ends
+            // first is stopped after its end).
             var status: Int32 = 0
             var ended = false
-            let deadline = ContinuousClock.now + .seconds(60)
-            while !moment.reached(Self.paths(of: pid, under: temporary.path)), ContinuousClock.now < deadline {
+            let started = ContinuousClock.now
+            let deadline = started + (after ?? .seconds(60))
+            while after != nil || !moment.reached(Self.paths(of: pid, under: temporary.path)), ContinuousClock.now < deadline {
                 if waitpid(pid, &status, WNOHANG) != 0 {
                     ended = true
                     break
                 }
                 try await Task.sleep(for: .milliseconds(1))
             }
-            #expect(!ended, "\(context): the run ended before the moment came")
+            if after == nil { #expect(!ended, "\(context): the run ended before the moment came") }
             if !ended {
                 kill(pid, inProcess ? SIGINT : SIGKILL)
                 while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
