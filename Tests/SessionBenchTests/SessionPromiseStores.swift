@@ -114,6 +114,20 @@ final class StickyDenialStore: PromiseStore, @unchecked Sendable {
     }
 }
 
+/// I11: a request whose task is cancelled while the prompt is open is told the user dismissed
+/// it, as if the cancellation were the user's answer.
+final class CancelledAsDismissedStore: PromiseStore, @unchecked Sendable {
+    override func makeClient() -> any SessionClient {
+        let client = inner.makeClient()
+        return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
+            () async throws(SessionError) in
+            do throws(SessionError) { return try await client.elevatedToken() } catch {
+                throw error == .cancelled ? .stepUpDismissed : error
+            }
+        }
+    }
+}
+
 /// I20: drops the elevated token on sign-out, but keeps it across another user's sign-in.
 final class ElevationSurvivesSwitchStore: PromiseStore, @unchecked Sendable {
     let cached = Mutex<ElevatedToken?>(nil)

@@ -18,6 +18,7 @@ struct SessionPromiseTests {
         Case(store: StoreCatalog.named("step-up-per-client")!, expected: .promptSingleFlight, scenario: "step-up"),
         Case(store: CheckThenPromptStore.descriptor("check-then-prompt"), expected: .promptSingleFlight, scenario: "step-up"),
         Case(store: StickyDenialStore.descriptor("sticky-denial"), expected: .stepUpSharedNotSticky, scenario: "step-up"),
+        Case(store: CancelledAsDismissedStore.descriptor("cancelled-as-dismissed"), expected: .cancellationIsolated, scenario: "step-up"),
         Case(store: ElevationSurvivesSwitchStore.descriptor("elevation-survives-switch"), expected: .elevationEndsWithSession, scenario: "step-up"),
         Case(store: OneAuthQueueStore.descriptor("one-auth-queue"), expected: .stepUpIndependent, scenario: "step-up"),
         Case(store: TokenCapturingClientStore.descriptor("token-capturing-client"), expected: .clientFollowsSession, scenario: "step-up"),

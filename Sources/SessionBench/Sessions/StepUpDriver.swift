@@ -214,11 +214,18 @@ struct StepUpSession {
         }
         _ = await latch.waitForEntry(until: deadline)
         await Self.settle()
+        var cancelled: CompletionLatch<Call>?
         if independence, user.prompts.count > before, user.gate.waitingCount > 0 {
             await checkIndependence(phase: phase, outcome: &outcome)
+            cancelled = await launchCancelled()
         }
         user.gate.release()
         guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
+        if let cancelled {
+            guard let answers = await collect(cancelled, phase: "\(phase): cancelled requests", outcome: &outcome)
+            else { return false }
+            judgeCancelled(answers, answer: answer, phase: phase)
+        }
         // The burst's prompts are those shown while its first was open: a request that arrived
         // after a denial or a dismissal was answered rightly prompts again (I19), and counts apart.
         let shown = Array(user.prompts.dropFirst(before))
@@ -324,6 +331,35 @@ struct StepUpSession {
             if now - before < 0.000_1 { return }
             before = now
         }
+    }
+
+    /// Two clinical requests whose tasks are cancelled while a prompt is open: one cancelled
+    /// before it asks, one after it has parked on the prompt. Each must still return; the prompt
+    /// and the other requests go on.
+    func launchCancelled() async -> CompletionLatch<Call> {
+        let latch = CompletionLatch<Call>(expected: 2)
+        let client = clients[0]
+        let parked = Task {
+            latch.enter()
+            do throws(SessionError) {
+                latch.finish(.elevated(.success(try await client.elevatedToken())))
+            } catch {
+                latch.finish(.elevated(.failure(error)))
+            }
+        }
+        Task {
+            latch.enter()
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(SessionError) {
+                latch.finish(.elevated(.success(try await client.elevatedToken())))
+            } catch {
+                latch.finish(.elevated(.failure(error)))
+            }
+        }
+        _ = await latch.waitForEntry(until: .now + runner.hangTimeout)
+        await Self.settle()
+        parked.cancel()
+        return latch
     }
 
     /// `count` concurrent clinical requests, even ones through the kept API objects, odd ones

@@ -66,6 +66,30 @@ extension StepUpSession {
 
     /// The waiters of a prompt whose session ended while it was open: `signedOut`, or an elevated
     /// token of the session signed in now (never the ended one's).
+    /// Requests cancelled while a prompt was open: each returned (their hang is I3), with
+    /// `cancelled` or an elevated token of the session; any other answer is one they were not owed.
+    func judgeCancelled(_ calls: [Call], answer: SimulatedUser.Prompt.Answer, phase: String) {
+        let owed: SessionError? =
+            switch answer {
+            case .approved: nil
+            case .denied: .stepUpDenied
+            case .dismissed: .stepUpDismissed
+            }
+        for call in calls {
+            guard case .elevated(let result) = call else { continue }
+            switch result {
+            case .failure(.cancelled): break
+            case .failure(let error) where error == owed: break
+            case .success(let elevated): checkElevated(elevated, phase: phase)
+            case .failure(let error):
+                oracle.report(
+                    .cancellationIsolated,
+                    "a clinical request cancelled while the prompt was open got '\(error)', neither 'cancelled' nor the prompt's outcome (\(phase))",
+                    trace: ["the prompt was \(answer.rawValue); only the request's own task was cancelled"])
+            }
+        }
+    }
+
     func judgeEndedPrompt(_ calls: [Call], ending: String, phase: String) {
         for call in calls {
             guard case .elevated(let result) = call else { continue }
