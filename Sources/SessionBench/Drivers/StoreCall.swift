@@ -25,22 +25,46 @@ enum StoreCall: Sendable {
         on store: any SessionStore, caller: Int, account: Int, kind: OperationKind, phase: String, clock: TokenClock,
         subjects: [[Subject]], cancelled: Bool = false
     ) async -> (call: ObservedCall, token: AccessToken?) {
-        let reader = store as? any SynchronousTokenReading
-        let startedAt = clock.now()
-        let t0 = TokenServer.realNanoseconds()
-        let result: Result<AccessToken?, SessionError>
+        let started = Started(clock: clock)
+        let result = await call(on: store)
+        return record(
+            result, started: started, caller: caller, account: account, kind: kind, phase: phase, clock: clock,
+            subjects: subjects, cancelled: cancelled)
+    }
+
+    /// When a call started: the store's clock and real time, read just before it.
+    struct Started: Sendable {
+        let at: TokenInstant
+        let nanos: Int64
+
+        init(clock: TokenClock) {
+            at = clock.now()
+            nanos = TokenServer.realNanoseconds()
+        }
+    }
+
+    /// The store's call alone, kept apart from the timing and the record so that a caller waiting
+    /// in the store holds little of the harness (see `RoundDriver.launch`).
+    func call(on store: any SessionStore) async -> Result<AccessToken?, SessionError> {
         switch self {
         case .validToken:
-            do throws(SessionError) { result = .success(try await store.validToken()) } catch { result = .failure(error) }
+            do throws(SessionError) { return .success(try await store.validToken()) } catch { return .failure(error) }
         case .tokenRejected(let token):
-            do throws(SessionError) { result = .success(try await store.tokenRejected(token)) } catch {
-                result = .failure(error)
+            do throws(SessionError) { return .success(try await store.tokenRejected(token)) } catch {
+                return .failure(error)
             }
         case .currentToken:
-            result = .success(reader?.currentToken())
+            return .success((store as? any SynchronousTokenReading)?.currentToken())
         case .clientToken(let client):
-            do throws(SessionError) { result = .success(try await client.token()) } catch { result = .failure(error) }
+            do throws(SessionError) { return .success(try await client.token()) } catch { return .failure(error) }
         }
+    }
+
+    /// The call that started at `started` and has just returned `result`, as the oracle sees it.
+    func record(
+        _ result: Result<AccessToken?, SessionError>, started: Started, caller: Int, account: Int, kind: OperationKind,
+        phase: String, clock: TokenClock, subjects: [[Subject]], cancelled: Bool
+    ) -> (call: ObservedCall, token: AccessToken?) {
         let t1 = TokenServer.realNanoseconds()
         let endedAt = clock.now()
         let answer: ObservedCall.Answer =
@@ -51,7 +75,7 @@ enum StoreCall: Sendable {
             }
         let call = ObservedCall(
             caller: caller, account: account, kind: self.isSync ? .syncRead : kind, request: request, phase: phase,
-            startedAt: startedAt, endedAt: endedAt, startedNanos: t0, endedNanos: t1, answer: answer,
+            startedAt: started.at, endedAt: endedAt, startedNanos: started.nanos, endedNanos: t1, answer: answer,
             wasCancelled: cancelled)
         return (call, try? result.get())
     }
