@@ -17,12 +17,7 @@ extension StepUpSession {
                 "the \(results.count) waiters of one prompt got \(distinct.count) different outcomes (\(phase))",
                 trace: distinct.prefix(4).map { Self.describe($0) })
         }
-        let expected: SessionError? =
-            switch answer {
-            case .approved: nil
-            case .denied: .stepUpDenied
-            case .dismissed: .stepUpDismissed
-            }
+        let expected = Self.owed(answer)
         for result in results {
             switch result {
             case .success(let elevated):
@@ -66,15 +61,19 @@ extension StepUpSession {
 
     /// The waiters of a prompt whose session ended while it was open: `signedOut`, or an elevated
     /// token of the session signed in now (never the ended one's).
+    /// The error every waiter of a prompt answered `answer` is owed; `nil` when approved.
+    static func owed(_ answer: SimulatedUser.Prompt.Answer) -> SessionError? {
+        switch answer {
+        case .approved: nil
+        case .denied: .stepUpDenied
+        case .dismissed: .stepUpDismissed
+        }
+    }
+
     /// Requests cancelled while a prompt was open: each returned (their hang is I3), with
     /// `cancelled` or an elevated token of the session; any other answer is one they were not owed.
     func judgeCancelled(_ calls: [Call], answer: SimulatedUser.Prompt.Answer, phase: String) {
-        let owed: SessionError? =
-            switch answer {
-            case .approved: nil
-            case .denied: .stepUpDenied
-            case .dismissed: .stepUpDismissed
-            }
+        let owed = Self.owed(answer)
         for call in calls {
             guard case .elevated(let result) = call else { continue }
             switch result {
