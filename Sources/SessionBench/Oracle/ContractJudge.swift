@@ -44,13 +44,13 @@ struct ContractJudge {
     /// How far back a store's recent refreshes count toward its own rate limit.
     static let limitWindow: Int64 = 30_000_000_000
     /// The highest generation of each session handed out, over time.
-    private var watermark = Watermark()
+    private(set) var watermark = Watermark()
     /// When a call of each session first returned `refreshTokenRevoked`: the store knew.
     private(set) var revokedTold: [UInt64: Int64] = [:]
     /// Storage writes already judged, by account.
-    private var writesJudged: [Int: Int] = [:]
+    var writesJudged: [Int: Int] = [:]
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
-    private var endsJudged: [Int: Int] = [:]
+    var endsJudged: [Int: Int] = [:]
 
     init(skew: Duration, paced: Bool = false) {
         self.skew = skew
@@ -168,99 +168,6 @@ struct ContractJudge {
         }
     }
 
-    // MARK: Storage
-
-    /// A store that keeps its session in a storage (`TokenStorage`) saves every grant before any
-    /// caller gets its token, and clears it when the session ends, with no save of the ended
-    /// session after: judged over `writes` (every save and clear of `account`'s storage, with when)
-    /// for the calls of this batch (I15), the writes not judged yet (I16), and what the storage
-    /// holds at `instant`, with nothing under way (I16, I15).
-    mutating func judgeStorage(
-        saved: UInt64?, writes: [MemoryStorage.Write], account: Int, calls: [ObservedCall], timeline: SessionTimeline,
-        at instant: Int64, report: (Finding) -> Void
-    ) {
-        func family(_ generation: UInt64) -> UInt64? { timeline.issued[generation]?.family }
-        // Persist before publish: a save of this generation, or a newer one of its session, before
-        // the call that got it returned.
-        for call in calls where call.account == account {
-            guard let token = call.token, let owner = family(token.generation) else { continue }
-            let persisted = writes.contains {
-                $0.at <= call.endedNanos && ($0.generation.map { $0 >= token.generation && family($0) == owner } ?? false)
-            }
-            if !persisted {
-                report(
-                    Finding(
-                        invariant: .durableRotation,
-                        summary:
-                            "\(call.phase): caller \(call.caller) was handed generation \(token.generation) before the store saved it",
-                        trace: [
-                            "the storage's last writes before the call returned: "
-                                + (["none"] + writes.filter { $0.at <= call.endedNanos }.suffix(3).map {
-                                    $0.generation.map { "save of generation \($0)" } ?? "clear"
-                                }).suffix(3).joined(separator: ", ")
-                        ]))
-                break
-            }
-        }
-        // No save of a session after its end returned.
-        let start = writesJudged[account] ?? 0
-        writesJudged[account] = writes.count
-        for write in writes.dropFirst(start) {
-            guard let generation = write.generation, let owner = family(generation),
-                let session = timeline.sessions[owner], let ended = session.ended, write.at > ended.returnedNanos
-            else { continue }
-            report(
-                Finding(
-                    invariant: .signOutDurable,
-                    summary:
-                        "the store saved generation \(generation) of a session after \(ended.isSignIn ? "a sign-in" : "the sign-out") that ended it returned",
-                    trace: [
-                        "family \(owner) ended at +\(relative(ended.returnedNanos, timeline)); the save came at +\(relative(write.at, timeline))"
-                    ]))
-            break
-        }
-        // A sign-out, and the start of a sign-in, clear a storage that holds a session: a crash
-        // after them must not bring the ended session back.
-        let ends = timeline.events(of: account).filter { $0.returnedNanos < instant }
-        for end in ends.dropFirst(endsJudged[account] ?? 0) {
-            let before = writes.last { $0.at < end.startedNanos }
-            guard before?.generation != nil else { continue }  // nothing saved: nothing to clear
-            let cleared = writes.contains {
-                $0.generation == nil && $0.at >= end.startedNanos && $0.at <= end.returnedNanos
-            }
-            if !cleared {
-                report(
-                    Finding(
-                        invariant: .signOutDurable,
-                        summary:
-                            "the storage was not cleared by the \(end.isSignIn ? "sign-in" : "sign-out"): it held generation \(before!.generation!) of the session that ended",
-                        trace: ["the \(end.isSignIn ? "sign-in" : "sign-out") ran from +\(relative(end.startedNanos, timeline)) to +\(relative(end.returnedNanos, timeline)) with no clear of the storage"]))
-                break
-            }
-        }
-        endsJudged[account] = ends.count
-        // What it holds now, with nothing under way: nothing after a sign-out, the session's newest.
-        let current = timeline.current(account: account, at: instant)
-        if current.families.isEmpty, let saved {
-            report(
-                Finding(
-                    invariant: .signOutDurable,
-                    summary: "the storage still holds generation \(saved) with nobody signed in",
-                    trace: ["the account's last sign-in or sign-out left no session; the storage was not cleared"]))
-        } else if current.families.count == 1, let owner = current.families.first,
-            timeline.sessions[owner]?.refusedAt == nil,
-            let handed = watermark.highest(family: owner, endedBefore: instant)
-        {
-            if saved.flatMap(family) != owner || (saved ?? 0) < handed.generation {
-                report(
-                    Finding(
-                        invariant: .durableRotation,
-                        summary:
-                            "the storage holds \(saved.map { "generation \($0)" } ?? "nothing") while generation \(handed.generation) of the session was handed out",
-                        trace: ["\(handed.phase): caller \(handed.caller) got generation \(handed.generation)"]))
-            }
-        }
-    }
 
     // MARK: One call
 
@@ -573,7 +480,7 @@ struct ContractJudge {
         return responded >= call.startedNanos && responded <= call.endedNanos
     }
 
-    private func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
+    func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
         String(format: "%.3fms", Double(nanos - (timeline.entries.first?.sentAt ?? 0)) / 1e6)
     }
 
