@@ -5,7 +5,7 @@ import Testing
 /// The `session-bench` executable, run as a user runs it.
 // The limit bounds a hang, not a speed: a test marked `.inProcessTurn` spends part of it waiting
 // for the in-process suites' turns (measured at up to 3 minutes on a loaded 2-core machine).
-@Suite("Command line", .serialized, .timeLimit(.minutes(6)))
+@Suite("Command line", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(6)))
 struct CommandLineTests {
     typealias Run = ToolProcess.Run
 

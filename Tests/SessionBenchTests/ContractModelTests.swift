@@ -7,7 +7,7 @@ import Testing
 /// default scenarios as `compare` runs them, is caught with the right id; a correct store
 /// written its own way passes.
 @Suite(
-    "The contract's model catches what a list of checks missed", .timeLimit(.minutes(10)), .inProcessTurn,
+    "The contract's model catches what a list of checks missed", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(10)), .inProcessTurn,
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
 struct ContractModelTests {
     struct Case: Sendable, CustomTestStringConvertible {
@@ -87,7 +87,7 @@ struct ContractModelTests {
 /// A store whose refresh rate limit runs on real time is not a store that gives up: under the
 /// rounds' compressed time its refusals are reported apart, and `pace` spaces the rounds so they
 /// can be judged.
-@Suite("A refresh rate limit on real time", .serialized)
+@Suite("A refresh rate limit on real time", .tags(.slow), .skippedInQuickRun, .serialized)
 struct RefreshWindowTests {
     static func scenario(rounds: Int, pace: Duration? = nil) throws -> Scenario {
         var scenario = try ScenarioCatalog.named("expiry-storm")

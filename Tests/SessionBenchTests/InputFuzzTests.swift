@@ -11,7 +11,7 @@ import Testing
 /// 0, 1 or 2, never a signal; bad input leaves no file; and nothing it accepts runs unbounded.
 // The 2,000 command lines take 216 s alone on the 2-core CI VM (debug build, 2026-11; ArgumentParser
 // validates every parse in debug builds): ten minutes leaves room for a busy machine.
-@Suite("Input fuzzing", .serialized, .timeLimit(.minutes(10)),
+@Suite("Input fuzzing", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(10)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct InputFuzzTests {
     /// Words a command line is built from: every subcommand and option, and values at and

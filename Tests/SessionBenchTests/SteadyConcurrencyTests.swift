@@ -6,7 +6,7 @@ import Testing
 /// Steady callers are all live at once, whatever their number, and a store that cannot keep
 /// up with an arrival rate is measured, not reported as hung.
 @Suite(
-    "Steady callers run at once", .serialized, .inProcessTurn, .timeLimit(.minutes(5)),
+    "Steady callers run at once", .tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(5)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
 struct SteadyConcurrencyTests {
     static let duration = Duration.milliseconds(200)

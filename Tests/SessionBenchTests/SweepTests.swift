@@ -3,7 +3,7 @@ import SessionBench
 import Testing
 import TokenServer
 
-@Suite("Sweep", .serialized, .timeLimit(.minutes(2)))
+@Suite("Sweep", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(2)))
 struct SweepTests {
     let cli = CommandLineTests()
 

@@ -1,7 +1,11 @@
 import Foundation
+import Testing
 @testable import SessionBenchCLI
 
 enum TestEnvironment {
+    /// `SESSION_BENCH_QUICK_TESTS=1`: leave out the suites tagged `slow`.
+    static let isQuickRun = ProcessInfo.processInfo.environment["SESSION_BENCH_QUICK_TESTS"] == "1"
+
     /// Whether this is the ThreadSanitizer build (`-DSESSION_BENCH_TSAN`).
     static let isThreadSanitized: Bool = {
         #if SESSION_BENCH_TSAN
@@ -35,4 +39,18 @@ enum TestEnvironment {
     /// Where jemalloc is installed, if it is (`.ci/run` installs it), found as the tool finds
     /// it: `--allocator jemalloc` runs there, and is refused with a way to install it elsewhere.
     static var jemallocPath: String? { MeasuringSetup.jemallocPath }
+}
+
+extension Tag {
+    /// Suites that run the tool or whole scenarios: seconds to minutes each.
+    @Tag static var slow: Self
+}
+
+extension Trait where Self == ConditionTrait {
+    /// `swift test` runs every suite; `SESSION_BENCH_QUICK_TESTS=1 swift test` leaves out the
+    /// suites tagged `slow`, for a local run of a minute or two. (Swift 6.3's `swift test` has
+    /// no tag filter; the tag is there for tools that have one.)
+    static var skippedInQuickRun: Self {
+        .disabled(if: TestEnvironment.isQuickRun, "a slow suite: SESSION_BENCH_QUICK_TESTS=1 leaves it out; swift test runs it")
+    }
 }
