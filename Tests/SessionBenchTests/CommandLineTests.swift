@@ -40,7 +40,7 @@ struct CommandLineTests {
         #expect(mutexRow?.contains("pass") == true)
     }
 
-    @Test("CSV output matches the header documented in the README")
+    @Test("CSV output matches the header documented in docs/csv.md")
     func csvHeader() async throws {
         let directory = try temporaryDirectory()
         let file = directory.appendingPathComponent("f.csv")
@@ -52,8 +52,8 @@ struct CommandLineTests {
         #expect(lines.first == header)
         #expect(lines.count >= 3)
         #expect(lines.dropFirst().allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == ResultsReport.csvColumns.count })
-        let readme = try String(contentsOf: Self.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        #expect(readme.contains(header), "the README documents the header the tool writes")
+        let page = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/csv.md"), encoding: .utf8)
+        #expect(page.contains(header), "docs/csv.md documents the header the tool writes")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         #expect(leftovers == ["f.csv"], "no temporary file left beside the output")
     }

@@ -14,7 +14,7 @@ public enum AllocationCounterKind: String, Sendable, Codable, CaseIterable {
     /// `--allocator jemalloc`, and the thread cache off slows every allocating path.
     case jemalloc
 
-    /// What a byte figure from this counter means, for notes and the README.
+    /// What a byte figure from this counter means, for notes and docs/allocations.md.
     public var bytesMeaning: String {
         switch self {
         case .interposer: "requested bytes"

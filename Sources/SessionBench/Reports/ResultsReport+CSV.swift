@@ -23,89 +23,326 @@ extension ResultsReport {
         func async(_ value: Double?, _ decimals: Int) -> String { sync == nil ? optional(value, decimals) : "" }
     }
 
-    /// Every column, in order: its name (the README documents each) and how a row fills it.
-    /// A column is added here, and nowhere else in the code.
-    static let csvTable: [(name: String, value: @Sendable (CSVRow) -> String)] = [
-        ("schema_version", { _ in "\(csvSchemaVersion)" }),
-        ("store", { $0.result.store }),
-        ("scenario", { $0.result.scenario }),
-        ("kind", { $0.result.kind.rawValue }),
-        ("sweep_parameter", { $0.result.sweep?.parameter.rawValue ?? "" }),
-        ("sweep_value", { $0.result.sweep?.valueText ?? "" }),
-        ("repeat", { ($0.result.sweep?.repeatIndex ?? $0.result.repeatIndex).map { String($0) } ?? "" }),
-        ("operation", { $0.latency?.kind.rawValue ?? "" }),
-        ("verdict", { $0.result.verdict.rawValue }),
-        ("violated_invariants", { $0.result.violations.map { $0.invariant.id }.joined(separator: " ") }),
-        ("tasks", { "\($0.result.tasks)" }),
-        ("seed", { "\($0.result.seed)" }),
-        ("operations", { "\($0.sync?.operations ?? $0.result.operations)" }),
-        ("failed_calls", { $0.sync == nil ? "\($0.result.failedCalls)" : "0" }),
-        ("unissued_calls", { $0.sync == nil ? $0.result.unissuedCalls.map { "\($0)" } ?? "" : "" }),
-        ("seconds", { number($0.sync?.seconds ?? $0.result.seconds, 6) }),
-        ("throughput_ops_per_s", { number($0.sync?.throughput ?? $0.result.throughput, 1) }),
-        ("samples", { $0.latency(\.count) }),
-        ("p50_ns", { $0.latency(\.p50) }),
-        ("p90_ns", { $0.latency(\.p90) }),
-        ("p99_ns", { $0.latency(\.p99) }),
-        ("p999_ns", { $0.latency(\.p999) }),
-        ("max_ns", { $0.latency(\.max) }),
-        ("mean_ns", { optional($0.latency?.mean, 1) }),
-        ("refresh_calls", { "\($0.result.refreshCalls)" }),
-        ("storms", { "\($0.result.storms)" }),
-        ("refreshes_per_expiry", { optional($0.result.refreshesPerExpiry, 3) }),
-        ("waiters_per_refresh", { optional($0.result.waitersPerRefresh, 2) }),
+    /// One column: its name, what it holds (one Markdown line: docs/csv.md's column table is generated
+    /// from it) and how a row fills it.
+    struct CSVColumn: Sendable {
+        let name: String
+        let meaning: String
+        let value: @Sendable (CSVRow) -> String
+
+        init(_ name: String, _ meaning: String, value: @escaping @Sendable (CSVRow) -> String) {
+            self.name = name
+            self.meaning = meaning
+            self.value = value
+        }
+    }
+
+    /// Every column, in order. A column is added here, and nowhere else in the code; its meaning is
+    /// written beside it, so the documentation cannot leave one out.
+    static let csvTable: [CSVColumn] = [
+        CSVColumn(
+            "schema_version",
+            "`\(csvSchemaVersion)`; bumped whenever a column is added, removed, renamed or changes meaning",
+            value: { _ in "\(csvSchemaVersion)" }),
+        CSVColumn("store", "store name") { $0.result.store },
+        CSVColumn("scenario", "scenario name") { $0.result.scenario },
+        CSVColumn("kind", "scenario kind") { $0.result.kind.rawValue },
+        CSVColumn(
+            "sweep_parameter", "for `sweep`: the parameter varied; empty otherwise",
+            value: { $0.result.sweep?.parameter.rawValue ?? "" }),
+        CSVColumn(
+            "sweep_value", "for `sweep`: its value at this point (a name for `allocator`); empty otherwise",
+            value: { $0.result.sweep?.valueText ?? "" }),
+        CSVColumn(
+            "repeat", "for `sweep`, and for `compare --repeats` (more than one): the pass (from 0); empty otherwise",
+            value: { ($0.result.sweep?.repeatIndex ?? $0.result.repeatIndex).map { String($0) } ?? "" }),
+        CSVColumn(
+            "operation",
+            """
+            `read` (fast path, `validToken()` from tasks), `sync-read` (`currentToken()` from OS threads; stores \
+            with a synchronous read, steady scenarios), `refresh-wait` (a call in a storm), `rejection` \
+            (`tokenRejected`), `sign-out`, `sign-in`, `save` (`crash-restart`: one save of a grant to storage, \
+            fsync included), `elevated-read` (`step-up`: `elevatedToken()` with a fresh elevated token held), \
+            `observer-lag-1` and `observer-lag-n` (`session-states`: from the call that changes the state to a \
+            subscriber's receipt of it, with 1 and with `observers` subscribers); empty if nothing was measured
+            """,
+            value: { $0.latency?.kind.rawValue ?? "" }),
+        CSVColumn(
+            "verdict",
+            """
+            `pass`, `violated`, `hung`, `crashed`, `error`, or `not-run` (the store hung or crashed in an earlier \
+            scenario)
+            """,
+            value: { $0.result.verdict.rawValue }),
+        CSVColumn(
+            "violated_invariants", "space-separated ids (`I1 I7`), empty when none",
+            value: { $0.result.violations.map { $0.invariant.id }.joined(separator: " ") }),
+        CSVColumn("tasks", "concurrent callers") { "\($0.result.tasks)" },
+        CSVColumn("seed", "the seed that reproduces the run") { "\($0.result.seed)" },
+        CSVColumn(
+            "operations",
+            """
+            calls the store served: a token, or a completed sign-in or sign-out; on a `sync-read` row, the \
+            synchronous loop's calls that returned a token (as are its `seconds` and `throughput_ops_per_s`)
+            """,
+            value: { "\($0.sync?.operations ?? $0.result.operations)" }),
+        CSVColumn(
+            "failed_calls", "calls that ended in an error (cancelled ones included); never counted in `operations`",
+            value: { $0.sync == nil ? "\($0.result.failedCalls)" : "0" }),
+        CSVColumn(
+            "unissued_calls",
+            """
+            open loop (`--rate`): calls the schedule asked for that could not be issued before the deadline \
+            because the store fell behind; empty in a closed loop
+            """,
+            value: { $0.sync == nil ? $0.result.unissuedCalls.map { "\($0)" } ?? "" : "" }),
+        CSVColumn(
+            "seconds",
+            "wall seconds of the measured phase (steady: from the first caller's start to the last one's stop)",
+            value: { number($0.sync?.seconds ?? $0.result.seconds, 6) }),
+        CSVColumn(
+            "throughput_ops_per_s", "`operations / seconds`",
+            value: { number($0.sync?.throughput ?? $0.result.throughput, 1) }),
+        CSVColumn("samples", "latency samples of this operation kind") { $0.latency(\.count) },
+        CSVColumn(
+            "p50_ns", "latency of this operation kind in nanoseconds (HdrHistogram, 3 significant digits): the median",
+            value: { $0.latency(\.p50) }),
+        CSVColumn("p90_ns", "latency of this operation kind in nanoseconds: the 90th percentile") { $0.latency(\.p90) },
+        CSVColumn("p99_ns", "latency of this operation kind in nanoseconds: the 99th percentile") { $0.latency(\.p99) },
+        CSVColumn(
+            "p999_ns", "latency of this operation kind in nanoseconds: the 99.9th percentile",
+            value: { $0.latency(\.p999) }),
+        CSVColumn("max_ns", "latency of this operation kind in nanoseconds: the largest") { $0.latency(\.max) },
+        CSVColumn(
+            "mean_ns", "latency of this operation kind in nanoseconds: the mean",
+            value: { optional($0.latency?.mean, 1) }),
+        CSVColumn("refresh_calls", "refresh calls the server received") { "\($0.result.refreshCalls)" },
+        CSVColumn("storms", "storms run (rounds × accounts); 0 for steady scenarios") { "\($0.result.storms)" },
+        CSVColumn(
+            "refreshes_per_expiry", "refresh calls made by storms ÷ storms: `1.000` for a single-flight store",
+            value: { optional($0.result.refreshesPerExpiry, 3) }),
+        CSVColumn(
+            "waiters_per_refresh", "storm callers ÷ storm refresh calls (the coalescing factor)",
+            value: { optional($0.result.waitersPerRefresh, 2) }),
         // The counts are the async loop's: a sync-read row leaves them empty.
-        ("allocs_per_op", { $0.async($0.result.allocationsPerOperation, 4) }),
-        ("alloc_bytes_per_op", { $0.async($0.result.allocatedBytesPerOperation, 2) }),
-        ("cpu_seconds", { number($0.result.cpuSeconds, 4) }),
-        ("peak_rss_bytes", { "\($0.result.peakResidentBytes)" }),
-        ("harness_overhead_ns", { number($0.result.harnessOverheadNanoseconds, 1) }),
-        ("bare_loop_ops_per_s", { optional($0.result.bareLoopThroughput, 1) }),
-        ("empty_store_ops_per_s", { optional($0.result.emptyStoreThroughput, 1) }),
-        ("store_bytes_per_waiter", { optional($0.result.storeBytesPerWaiter, 1) }),
-        ("caller_bytes_per_waiter", { optional($0.result.callerBytesPerWaiter, 1) }),
-        ("clock_anomalies", { "\($0.result.clockAnomalies)" }),
-        ("caller_min_ops_per_s", { optional($0.spread?.minimum, 1) }),
-        ("caller_median_ops_per_s", { optional($0.spread?.median, 1) }),
-        ("caller_max_ops_per_s", { optional($0.spread?.maximum, 1) }),
-        ("plain_load_ops_per_s", { optional($0.result.syncRead?.plainLoadThroughput, 1) }),
-        ("sync_threads", { $0.result.syncRead.map { "\($0.threads)" } ?? "" }),
-        ("sync_misses", { $0.sync.map { "\($0.misses)" } ?? "" }),
-        ("cpus", { $0.result.cpus ?? "" }),
-        ("allocator", { $0.result.allocator?.rawValue ?? "" }),
-        ("allocation_counter", { $0.result.allocationCounter?.rawValue ?? "" }),
-        ("store_allocs_per_waiter", { optional($0.result.storeAllocationsPerWaiter, 3) }),
-        ("caller_allocs_per_waiter", { optional($0.result.callerAllocationsPerWaiter, 3) }),
+        CSVColumn(
+            "allocs_per_op",
+            """
+            heap allocations per call of the async loop (steady scenarios; empty on `sync-read` rows and where not \
+            counted)
+            """,
+            value: { $0.async($0.result.allocationsPerOperation, 4) }),
+        CSVColumn(
+            "alloc_bytes_per_op",
+            """
+            heap bytes per call of the async loop, where `allocs_per_op` has a figure; bytes as \
+            `allocation_counter` measures them: requested bytes (`interposer`) or size-class bytes (`jemalloc`)
+            """,
+            value: { $0.async($0.result.allocatedBytesPerOperation, 2) }),
+        CSVColumn(
+            "cpu_seconds", "CPU time of the measuring process during the run",
+            value: { number($0.result.cpuSeconds, 4) }),
+        CSVColumn(
+            "peak_rss_bytes", "peak resident memory of the measuring process so far",
+            value: { "\($0.result.peakResidentBytes)" }),
+        CSVColumn(
+            "harness_overhead_ns",
+            "the harness's own cost per timed sample (two sample-clock reads and a histogram record)",
+            value: { number($0.result.harnessOverheadNanoseconds, 1) }),
+        CSVColumn(
+            "bare_loop_ops_per_s",
+            "steady scenarios: calls per second of a loop over the same store with no timing and no checks",
+            value: { optional($0.result.bareLoopThroughput, 1) }),
+        CSVColumn(
+            "empty_store_ops_per_s",
+            """
+            steady scenarios: calls per second of the measured loop over a store that does nothing and returns a \
+            token short enough to hold no reference count, so callers on different threads share nothing they \
+            write (the harness's ceiling)
+            """,
+            value: { optional($0.result.emptyStoreThroughput, 1) }),
+        CSVColumn(
+            "store_bytes_per_waiter",
+            "`scale-storm`: live heap bytes per parked caller that the store holds, beyond the caller's own cost",
+            value: { optional($0.result.storeBytesPerWaiter, 1) }),
+        CSVColumn(
+            "caller_bytes_per_waiter",
+            """
+            `scale-storm`: live heap bytes per caller parked on a bare continuation through the same harness path \
+            (its task, mostly)
+            """,
+            value: { optional($0.result.callerBytesPerWaiter, 1) }),
+        CSVColumn(
+            "clock_anomalies",
+            """
+            samples whose end read earlier than their start on the sample clock: counted here, never recorded (0 \
+            on a sound clock)
+            """,
+            value: { "\($0.result.clockAnomalies)" }),
+        CSVColumn(
+            "caller_min_ops_per_s",
+            """
+            steady `read` and `sync-read` rows: calls per second of the slowest caller, over its own time \
+            (fairness)
+            """,
+            value: { optional($0.spread?.minimum, 1) }),
+        CSVColumn(
+            "caller_median_ops_per_s",
+            "steady `read` and `sync-read` rows: calls per second of the median caller, over its own time",
+            value: { optional($0.spread?.median, 1) }),
+        CSVColumn(
+            "caller_max_ops_per_s",
+            "steady `read` and `sync-read` rows: calls per second of the fastest caller, over its own time",
+            value: { optional($0.spread?.maximum, 1) }),
+        CSVColumn(
+            "plain_load_ops_per_s",
+            """
+            stores with a synchronous read: the same thread loop over each thread's own copy of the store's token, \
+            read with no synchronization — the floor of the loop on this machine, measured in the same run
+            """,
+            value: { optional($0.result.syncRead?.plainLoadThroughput, 1) }),
+        CSVColumn(
+            "sync_threads", "OS threads of the synchronous loop (the scenario's callers, at most 256)",
+            value: { $0.result.syncRead.map { "\($0.threads)" } ?? "" }),
+        CSVColumn(
+            "sync_misses", "`sync-read` rows: calls where `currentToken()` answered `nil`",
+            value: { $0.sync.map { "\($0.misses)" } ?? "" }),
+        CSVColumn(
+            "cpus", "the CPUs the measuring process could run on (`0-1`; `0` under `--cpus 0`)",
+            value: { $0.result.cpus ?? "" }),
+        CSVColumn(
+            "allocator",
+            "the allocator that served `malloc` in the measuring process, as observed there: `system` or `jemalloc`",
+            value: { $0.result.allocator?.rawValue ?? "" }),
+        CSVColumn(
+            "allocation_counter",
+            """
+            what counted the allocation columns: `interposer` or `jemalloc`; empty where nothing could (the \
+            report's notes say why)
+            """,
+            value: { $0.result.allocationCounter?.rawValue ?? "" }),
+        CSVColumn(
+            "store_allocs_per_waiter",
+            """
+            `scale-storm`: heap allocations per waiting caller made by the store (its waiter record, continuation, \
+            share of the one refresh), beyond the caller's own
+            """,
+            value: { optional($0.result.storeAllocationsPerWaiter, 3) }),
+        CSVColumn(
+            "caller_allocs_per_waiter",
+            """
+            `scale-storm`: heap allocations per caller of the same crowd parked on bare continuations through the \
+            same harness path
+            """,
+            value: { optional($0.result.callerAllocationsPerWaiter, 3) }),
         // Scenarios over storage (crash-restart, shared-storage); empty elsewhere.
-        ("storage", { $0.result.persistence?.backend ?? "" }),
-        ("reuse_grace_s", { optional($0.result.persistence?.reuseGraceSeconds, 3) }),
-        ("processes", { $0.persisted(\.processes) }),
-        ("crashes", { $0.persisted(\.crashes) }),
-        ("restarts", { $0.persisted(\.restarts) }),
-        ("restarts_survived", { $0.persisted(\.survived) }),
-        ("restarts_ended_by_reuse", { $0.persisted(\.endedByReuse) }),
-        ("rotations_lost_in_flight", { $0.persisted { $0.rotationsLost(.inFlight) } }),
-        ("rotations_lost_before_save", { $0.persisted { $0.rotationsLost(.beforeSave) } }),
-        ("rotations_lost_mid_save", { $0.persisted { $0.rotationsLost(.midSave) } }),
-        ("plaintext_at_rest", { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
-        ("file_mode", { $0.result.persistence?.fileMode ?? "" }),
-        ("storage_calls_during_reads", { $0.persisted(\.storageCallsDuringReads) }),
+        CSVColumn(
+            "storage",
+            """
+            scenarios over storage: the backend (`json-file`, `encrypted-file`, …); this and the columns below are \
+            empty elsewhere
+            """,
+            value: { $0.result.persistence?.backend ?? "" }),
+        CSVColumn(
+            "reuse_grace_s", "the server's reuse grace window in seconds (0: any reuse revokes the session)",
+            value: { optional($0.result.persistence?.reuseGraceSeconds, 3) }),
+        CSVColumn(
+            "processes",
+            """
+            session processes started (`shared-storage`: its 2 processes, with 0 `crashes` and the restart columns \
+            0; its figure is `refreshes_per_expiry`, refresh calls per 401 storm or expiry across all 4 holders)
+            """,
+            value: { $0.persisted(\.processes) }),
+        CSVColumn(
+            "crashes", "of `processes`: how many were killed or cut short rather than exiting cleanly",
+            value: { $0.persisted(\.crashes) }),
+        CSVColumn(
+            "restarts", "restarts over a session that was live when its process ended",
+            value: { $0.persisted(\.restarts) }),
+        CSVColumn("restarts_survived", "of `restarts`: the session went on") { $0.persisted(\.survived) },
+        CSVColumn(
+            "restarts_ended_by_reuse", "of `restarts`: the server refused the restored refresh token as a reuse",
+            value: { $0.persisted(\.endedByReuse) }),
+        CSVColumn(
+            "rotations_lost_in_flight",
+            """
+            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
+            point `in-flight` (none was handed to a caller: that would be I15)
+            """,
+            value: { $0.persisted { $0.rotationsLost(.inFlight) } }),
+        CSVColumn(
+            "rotations_lost_before_save",
+            """
+            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
+            point `before-save`
+            """,
+            value: { $0.persisted { $0.rotationsLost(.beforeSave) } }),
+        CSVColumn(
+            "rotations_lost_mid_save",
+            """
+            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
+            point `mid-save`
+            """,
+            value: { $0.persisted { $0.rotationsLost(.midSave) } }),
+        CSVColumn(
+            "plaintext_at_rest",
+            "`yes` when any file of the storage held an access token, a refresh token or the user id in clear",
+            value: { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
+        CSVColumn(
+            "file_mode", "the widest permission bits seen on the storage's files (`0600`)",
+            value: { $0.result.persistence?.fileMode ?? "" }),
+        CSVColumn(
+            "storage_calls_during_reads",
+            """
+            storage calls made while the read phases ran (`validToken()` on a fresh token): 0 when reads never \
+            touch storage
+            """,
+            value: { $0.persisted(\.storageCallsDuringReads) }),
         // step-up and session-states; empty elsewhere.
-        ("prompts", { $0.result.stepUp.map { "\($0.prompts)" } ?? "" }),
-        ("prompts_per_burst", { optional($0.result.stepUp?.promptsPerBurst, 2) }),
-        ("elevate_calls", { $0.result.stepUp.map { "\($0.elevateCalls)" } ?? "" }),
-        ("observers", { row in
-            switch row.latency?.kind {
-            case .observerLagOne?: "1"
-            case .observerLagMany?: row.result.observers.map { "\($0)" } ?? ""
-            default: ""
-            }
-        }),
+        CSVColumn(
+            "prompts", "`step-up`: step-up prompts the simulated user saw over the run; empty elsewhere",
+            value: { $0.result.stepUp.map { "\($0.prompts)" } ?? "" }),
+        CSVColumn(
+            "prompts_per_burst",
+            """
+            `step-up`: prompts per burst of `tasks` concurrent clinical requests that needed a step-up: `1.00` for \
+            a store that prompts once
+            """,
+            value: { optional($0.result.stepUp?.promptsPerBurst, 2) }),
+        CSVColumn(
+            "elevate_calls", "`step-up`: elevation calls the server received",
+            value: { $0.result.stepUp.map { "\($0.elevateCalls)" } ?? "" }),
+        CSVColumn(
+            "observers", "`session-states` lag rows: the subscribers observed at once (`1` or `tasks`)",
+            value: { row in
+                switch row.latency?.kind {
+                case .observerLagOne?: "1"
+                case .observerLagMany?: row.result.observers.map { "\($0)" } ?? ""
+                default: ""
+                }
+            }),
         // How the store reached the server, and what the transport added per refresh.
-        ("transport", { $0.result.transport?.transport ?? "in-process" }),
-        ("transport_refreshes", { $0.result.transport.map { "\($0.refreshes)" } ?? "" }),
-        ("transport_overhead_p50_us", { optional($0.result.transport?.overheadP50Nanoseconds.map { $0 / 1000 }, 1) }),
-        ("transport_overhead_p99_us", { optional($0.result.transport?.overheadP99Nanoseconds.map { $0 / 1000 }, 1) }),
+        CSVColumn(
+            "transport", "how the store reached the server: `in-process` or `http` (`--transport http`)",
+            value: { $0.result.transport?.transport ?? "in-process" }),
+        CSVColumn(
+            "transport_refreshes",
+            "`http`: refresh calls whose transport overhead was measured (every one that got an answer)",
+            value: { $0.result.transport.map { "\($0.refreshes)" } ?? "" }),
+        CSVColumn(
+            "transport_overhead_p50_us",
+            """
+            `http`: what the transport added to each refresh, in µs, the median: the client's round trip less the \
+            server's own time from its `Server-Timing` header
+            """,
+            value: { optional($0.result.transport?.overheadP50Nanoseconds.map { $0 / 1000 }, 1) }),
+        CSVColumn(
+            "transport_overhead_p99_us",
+            """
+            `http`: what the transport added to each refresh, in µs, the 99th percentile (measured as for \
+            `transport_overhead_p50_us`)
+            """,
+            value: { optional($0.result.transport?.overheadP99Nanoseconds.map { $0 / 1000 }, 1) }),
     ]
 
     /// The fixed CSV header.

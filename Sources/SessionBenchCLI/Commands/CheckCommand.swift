@@ -9,7 +9,7 @@ struct Check: AsyncParsableCommand {
         abstract: "Run the scenarios a thresholds file names and fail on invariant violations or limits exceeded.",
         discussion: """
             Counts (refresh calls, allocations) are gated absolutely; timings only as ratios measured \
-            in the same run. Invariant violations always fail. The README documents the file's schema.
+            in the same run. Invariant violations always fail. docs/gate.md documents the file's schema.
 
             Exit status: 0 when every check passed; 1 when a check or an invariant failed; 2 for bad \
             usage or an unreadable or invalid thresholds file (the message names the file and the key).

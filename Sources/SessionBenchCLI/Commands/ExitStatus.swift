@@ -1,4 +1,4 @@
-/// The command line's exit statuses, as documented in `--help` and the README.
+/// The command line's exit statuses, as documented in `--help` and docs/commands.md.
 public enum ExitStatus: Int32 {
     /// Every store was correct (and every threshold held).
     case success = 0
