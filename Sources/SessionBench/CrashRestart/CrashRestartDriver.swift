@@ -71,11 +71,7 @@ struct CrashRestartDriver {
             return
         }
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = TokenServer(
-            configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, reuseGraceWindow: scenario.reuseGraceWindow,
-                seed: scenario.seed),
-            clock: .system)
+        let server = TokenServer(configuration: scenario.serverConfiguration, clock: .system)
         let subject = "crash-restart-\(scenario.seed)-user@example.test"
         var secrets = Secrets(subject: subject)
         outcome.persistence = PersistenceFigures(

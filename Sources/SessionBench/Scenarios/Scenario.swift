@@ -108,6 +108,15 @@ public struct Scenario: Sendable, Hashable, Codable {
         self.reuseGraceWindow = reuseGraceWindow
     }
 
+    /// The simulated token server every scenario family builds from the scenario: its token
+    /// lifetime, reuse grace window, latency, faults and seed. A family changes only what it
+    /// owns (a flaky round scripts its own faults, step-up sets the elevated token's lifetime).
+    public var serverConfiguration: TokenServer.Configuration {
+        TokenServer.Configuration(
+            tokenLifetime: tokenLifetime, reuseGraceWindow: reuseGraceWindow, latency: latency, faults: faults,
+            seed: seed)
+    }
+
     /// Whether the scenario runs a store over storage (only stores that persist their session).
     public var needsStorage: Bool { kind == .crashRestart || kind == .sharedStorage || kind == .replicas }
 

@@ -49,9 +49,7 @@ struct SessionStatesDriver {
     /// the store hung.
     func phase(observers: Int, lag: OperationKind, outcome: inout DriverOutcome) async -> Int? {
         let time = ManualTime()
-        let server = TokenServer(
-            configuration: .init(tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, seed: scenario.seed),
-            clock: .manual(time))
+        let server = TokenServer(configuration: scenario.serverConfiguration, clock: .manual(time))
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let link = ServerLink(server, runner: runner)
         defer { link.close() }

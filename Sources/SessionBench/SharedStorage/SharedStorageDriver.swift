@@ -48,11 +48,7 @@ struct SharedStorageDriver {
             try? FileManager.default.removeItem(atPath: directory)
         }
         let time = ManualTime()
-        let server = TokenServer(
-            configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, reuseGraceWindow: scenario.reuseGraceWindow,
-                latency: scenario.latency, seed: scenario.seed),
-            clock: .manual(time))
+        let server = TokenServer(configuration: scenario.serverConfiguration, clock: .manual(time))
         let subject = "shared-storage-\(scenario.seed)-user@example.test"
         var secrets = Secrets(subject: subject)
         outcome.persistence = PersistenceFigures(

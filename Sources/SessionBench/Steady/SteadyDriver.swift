@@ -40,11 +40,7 @@ struct SteadyDriver {
     func run(counter: AllocationCounter?, outcome: DriverOutcome) async -> DriverOutcome {
         var outcome = outcome
         let clock = TokenClock.coarse
-        let server = TokenServer(
-            configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: scenario.faults,
-                seed: scenario.seed),
-            clock: clock)
+        let server = TokenServer(configuration: scenario.serverConfiguration, clock: clock)
         server.setContext("steady reads")
         let link = ServerLink(server, runner: runner)
         defer { link.close() }

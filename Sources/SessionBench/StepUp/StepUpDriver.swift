@@ -34,11 +34,9 @@ struct StepUpDriver {
     func run(outcome: inout DriverOutcome) async {
         let time = ManualTime()
         let stepUpLifetime = scenario.tokenLifetime / 5
-        let server = TokenServer(
-            configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, seed: scenario.seed,
-                stepUpLifetime: stepUpLifetime),
-            clock: .manual(time))
+        var serverConfiguration = scenario.serverConfiguration
+        serverConfiguration.stepUpLifetime = stepUpLifetime
+        let server = TokenServer(configuration: serverConfiguration, clock: .manual(time))
         let user = SimulatedUser(server: server)
         let skew = min(Duration.seconds(1), stepUpLifetime / 4)
         let link = ServerLink(server, runner: runner)

@@ -60,12 +60,9 @@ struct RoundDriver {
         // the server's random faults, if any were asked for.
         let scripted = scenario.kind == .flakyServer
         faultPlan = scripted ? RoundFault.plan(rounds: scenario.rounds, faults: scenario.faults, random: &random) : []
-        var faults = scenario.faults
-        if scripted { faults = FaultModel(timeoutAfter: scenario.faults.timeoutAfter) }
-        let server = TokenServer(
-            configuration: .init(
-                tokenLifetime: scenario.tokenLifetime, latency: scenario.latency, faults: faults, seed: scenario.seed),
-            clock: .manual(time))
+        var serverConfiguration = scenario.serverConfiguration
+        if scripted { serverConfiguration.faults = FaultModel(timeoutAfter: scenario.faults.timeoutAfter) }
+        let server = TokenServer(configuration: serverConfiguration, clock: .manual(time))
         self.server = server
         link = ServerLink(server, runner: runner)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
