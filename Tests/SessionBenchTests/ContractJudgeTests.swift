@@ -116,6 +116,30 @@ struct ContractJudgeTests {
         #expect(history.judge([handed, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
     }
 
+    /// Between a 401 and the server's first sight of the refresh it starts, the request is on
+    /// its way (over a socket, or on a thread not yet run): the store may answer nil meanwhile.
+    @Test("a 401 of the newest token excuses a nil before the server sees its refresh; a stale 401 does not")
+    func nilAfterRejection() async throws {
+        var history = History()
+        let first = try await history.signIn(0)
+        let second = try await history.server.refresh(first.refreshToken)
+        let handed = history.call(history.token(second.accessToken))
+        func rejection(_ token: AccessToken) -> ObservedCall {
+            let started = TokenServer.realNanoseconds()
+            return ObservedCall(
+                caller: 3, account: 0, kind: .rejection, request: .tokenRejected(generation: token.generation),
+                phase: "test", startedAt: history.time.now, startedNanos: started, endedNanos: started + 1,
+                answer: .error(.cancelled), wasCancelled: true)
+        }
+        let stale = rejection(first.accessToken)
+        #expect(history.judge([handed, stale, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
+        let current = rejection(second.accessToken)
+        #expect(history.judge([handed, current, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
+        // A nil that returned before the 401 started has no such excuse.
+        let early = history.call(.none, request: .currentToken, caller: 2)
+        #expect(history.judge([handed, early, rejection(second.accessToken)]) == [.served])
+    }
+
     @Test("errors are judged by the call's own session: an old refusal does not excuse the next session's")
     func errorsPerSession() async throws {
         var history = History()

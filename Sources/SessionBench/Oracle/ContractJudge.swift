@@ -47,6 +47,10 @@ struct ContractJudge {
     private(set) var watermark = Watermark()
     /// When a call of each session first returned `refreshTokenRevoked`: the store knew.
     private(set) var revokedTold: [UInt64: Int64] = [:]
+    /// When the first `tokenRejected` of each generation started. From then on a store may have a
+    /// refresh of it under way that the server has not seen yet: the request is on its way (over
+    /// a socket, or on a thread the machine has not run yet).
+    private(set) var rejectionStarted: [UInt64: Int64] = [:]
     /// Storage writes already judged, by account.
     var writesJudged: [Int: Int] = [:]
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
@@ -63,6 +67,10 @@ struct ContractJudge {
         watermark.add(calls.compactMap { call in
             call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
         })
+        for call in calls {
+            guard case .tokenRejected(let generation) = call.request else { continue }
+            rejectionStarted[generation] = min(rejectionStarted[generation] ?? .max, call.startedNanos)
+        }
         for call in calls {
             guard call.error == .refreshTokenRevoked else { continue }
             for family in timeline.current(account: call.account, at: call.startedNanos).families
@@ -317,7 +325,9 @@ struct ContractJudge {
     }
 
     /// `currentToken()` answered `nil`: only when no session was surely current, its token was
-    /// due, or a refresh was possibly under way (or the store was still taking in the newest grant).
+    /// due, or a refresh was possibly under way — at the server, or asked for by a 401 of the
+    /// newest token that started before the call ended — (or the store was still taking in the
+    /// newest grant).
     private func judgeNil(
         _ call: ObservedCall, who: String, _ timeline: SessionTimeline, requireHandedOut: Bool = true
     ) -> Finding? {
@@ -331,6 +341,7 @@ struct ContractJudge {
             timeline.refreshOverlaps(family: family, call.startedNanos, call.endedNanos) == nil,
             let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
             let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
+            (rejectionStarted[newest] ?? .max) > call.endedNanos,
             // The store had taken the newest grant in: a caller had been handed it.
             !requireHandedOut
                 || (watermark.highest(family: family, endedBefore: call.startedNanos)?.generation ?? 0) >= newest
@@ -340,7 +351,7 @@ struct ContractJudge {
             summary: "\(who): currentToken() answered nil with a fresh token and no refresh under way",
             trace: [
                 "generation \(newest) (family \(family)) was current and handed out before the call; it expires at \(record.expiresAt.nanoseconds)ns, the call ran at \(call.startedAt.nanoseconds)ns",
-                "no sign-in, sign-out or refresh of the session was under way during the call",
+                "no sign-in, sign-out or refresh of the session was under way during the call, and no 401 of it had been reported",
             ])
     }
 
