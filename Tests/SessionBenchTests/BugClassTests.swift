@@ -6,7 +6,7 @@ import Testing
 /// Every bug class the tool exists to catch, each in a store of its own, run through the
 /// default scenarios exactly as `compare` runs them.
 @Suite(
-    "A default compare catches every bug class", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(10)), .inProcessTurn,
+    "A default compare catches every bug class", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)), .inProcessTurn,
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
 struct BugClassTests {
     struct Case: Sendable, CustomTestStringConvertible {

@@ -7,7 +7,7 @@ import Testing
 /// default scenarios as `compare` runs them, is caught with the right id; a correct store
 /// written its own way passes.
 @Suite(
-    "The contract's model catches what a list of checks missed", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(10)), .inProcessTurn,
+    "The contract's model catches what a list of checks missed", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)), .inProcessTurn,
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.heavySuiteSkipped)))
 struct ContractModelTests {
     struct Case: Sendable, CustomTestStringConvertible {

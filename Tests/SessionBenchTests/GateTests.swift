@@ -4,7 +4,7 @@ import SessionBench
 import Testing
 
 /// `session-bench check`: exit 1 for the right reasons, exit 2 for a bad file.
-@Suite("Thresholds gate", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(3)))
+@Suite("Thresholds gate", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct GateTests {
     let cli = CommandLineTests()
 

@@ -4,6 +4,12 @@ import Testing
 /// and reports a hang when they cannot start within the hang timeout, so two suites running
 /// crowds side by side on two cores starve each other into false HUNG verdicts. Test cases of
 /// the suites marked `.inProcessTurn` run one at a time; everything else runs beside them.
+///
+/// A test's time limit counts its wait for the turn, and on a loaded machine the turns before
+/// it take minutes (beside 8 busy loops on 2 cores, cases waited past 5 minutes). So every
+/// suite's limit is 30 minutes: it turns a hang into a failure within a CI run, and is never a
+/// speed the machine must reach. The harness's own watchdogs report a store that hangs long
+/// before it, and each run of the tool is killed past its own timeout (``ToolProcess``).
 struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
 

@@ -6,7 +6,7 @@ import Testing
 
 /// One rule for every input: what one option or file refuses, every other refuses too, and a
 /// refusal names what is wrong, not an error left over from something else.
-@Suite("Input consistency", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(5)),
+@Suite("Input consistency", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct InputConsistencyTests {
     static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]

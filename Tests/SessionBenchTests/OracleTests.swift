@@ -5,7 +5,7 @@ import Testing
 import TokenServer
 
 /// Each invariant, shown to catch a store that breaks it, with a correct store as control.
-@Suite("The oracle catches each broken invariant", .tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(5)))
+@Suite("The oracle catches each broken invariant", .tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(30)))
 struct OracleTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let invariant: Invariant

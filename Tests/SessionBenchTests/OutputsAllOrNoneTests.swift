@@ -5,7 +5,7 @@ import TokenServer
 /// Every command's outputs — files, a saved baseline, appended reports and standard output — are
 /// written all or none: one that fails leaves every other as it was, and the run ends with exit 2
 /// and one line. No output may overwrite another, or the baseline a run reads.
-@Suite("Outputs all or none", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(5)),
+@Suite("Outputs all or none", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct OutputsAllOrNoneTests {
     static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]

@@ -8,7 +8,7 @@ import Testing
 
 /// The synchronous readers' watcher: a store that never returns is hung at the hang timeout,
 /// whether its readers sleep in it or spin in it; readers the machine gives no CPU are waited for.
-@Suite("Synchronous readers: stuck or starved", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(2)))
+@Suite("Synchronous readers: stuck or starved", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct ReaderStarvationTests {
     static let patience = Duration.seconds(5)
 

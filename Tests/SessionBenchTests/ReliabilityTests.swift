@@ -4,7 +4,7 @@ import Testing
 
 /// The tool's own reliability: it never crashes on input, never leaves a child running or a
 /// temporary file behind, and never replaces what it should not.
-@Suite("Reliability", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(5)),
+@Suite("Reliability", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct ReliabilityTests {
     static let quick = ["--stores", "mutex", "--scenario", "expiry-storm", "--rounds", "2", "--tasks", "4", "--quiet"]

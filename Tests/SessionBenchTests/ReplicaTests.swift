@@ -15,7 +15,7 @@ import SessionStoragePostgres
 /// one on loopback and prints its URL; CI does). Without one they are skipped, saying so — except
 /// in CI, where a skipped replica test would hide a missing install step.
 @Suite(
-    "Replicas through PostgreSQL", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(4)),
+    "Replicas through PostgreSQL", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .enabled(
         if: PostgresForTests.built && (PostgresForTests.url != nil || PostgresForTests.inCI),
         "needs the PostgreSQL trait and SESSION_BENCH_POSTGRES_URL (scripts/postgres start)"))

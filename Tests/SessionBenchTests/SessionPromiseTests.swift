@@ -5,7 +5,7 @@ import Testing
 
 /// Step-up, API objects across sessions, observable state: every correct store keeps the
 /// promises, and a store that breaks one is named by its invariant.
-@Suite("Step-up, API objects and observable state", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(10)), .inProcessTurn)
+@Suite("Step-up, API objects and observable state", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)), .inProcessTurn)
 struct SessionPromiseTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let store: StoreDescriptor

@@ -3,7 +3,7 @@ import SessionBench
 import Testing
 import TokenServer
 
-@Suite("Sweep", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(2)))
+@Suite("Sweep", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct SweepTests {
     let cli = CommandLineTests()
 

@@ -4,7 +4,7 @@ import Testing
 import TokenServer
 
 /// The contract, checked against every store meant to be correct.
-@Suite("Conformance", .timeLimit(.minutes(1)))
+@Suite("Conformance", .timeLimit(.minutes(30)))
 struct ConformanceTests {
     static let stores = StoreCatalog.correct
 

@@ -4,7 +4,7 @@ import Testing
 import TokenServer
 
 /// Proof that the checks can fail: the seed ADR's actor, as written, is caught.
-@Suite("Reference-broken stores are caught", .timeLimit(.minutes(1)))
+@Suite("Reference-broken stores are caught", .timeLimit(.minutes(30)))
 struct ReferenceBrokenTests {
     @Test func naiveActorIsMarkedBroken() throws {
         let naive = try #require(StoreCatalog.named("actor-naive"))

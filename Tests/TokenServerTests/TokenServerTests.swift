@@ -2,7 +2,7 @@ import SessionContract
 import Testing
 import TokenServer
 
-@Suite("Token server", .timeLimit(.minutes(1)))
+@Suite("Token server", .timeLimit(.minutes(30)))
 struct TokenServerTests {
     let time = ManualTime()
     let alice = Credentials(subject: Subject("user-alice"))

@@ -4,7 +4,7 @@ import Testing
 
 /// `compare --save-baseline` / `--baseline` as a user runs them: the saved file, the comparison,
 /// exit status 3 on a regression, and a one-line refusal (exit 2) when the runs differ.
-@Suite("Baselines on the command line", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(6)))
+@Suite("Baselines on the command line", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct BaselineCommandTests {
     let cli = CommandLineTests()
     static let quick = [

@@ -4,7 +4,7 @@ import Testing
 
 /// The exports as `compare` writes them, checked against each format's documented schema
 /// (the fixtures beside these tests), with a store that fails among them.
-@Suite("Exports", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(4)))
+@Suite("Exports", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct ExportTests {
     let cli = CommandLineTests()
 

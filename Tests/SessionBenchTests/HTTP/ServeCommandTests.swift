@@ -5,7 +5,7 @@ import Testing
 
 /// `session-bench serve` as a user runs it: the port it prints, the verdicts it prints when it
 /// stops, and how it stops.
-@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(3))) struct ServeCommandTests {
+@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30))) struct ServeCommandTests {
     func signIn(_ port: Int) async throws -> String {
         let answer = try #require(await Exchange.token(port: port, "grant_type=password&username=u&password=p"))
         return try #require(answer.json?["refresh_token"] as? String)

@@ -7,7 +7,7 @@ import Testing
 /// while requests are held, outputs no one reads, and more connections than descriptors. Each
 /// test runs a `serve` of its own, so they run side by side: most of their time is waiting (a
 /// grace, a reader that never comes).
-@Suite(.tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(4)),
+@Suite(.tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct ServeHostileTests {
     /// A running `serve` and its port.

@@ -9,7 +9,7 @@ import TokenServer
 /// The token server over HTTP: what it answers (RFC 6749, RFC 6750), and that no client can
 /// hang or crash it: garbage, requests that never finish, a thousand connections at once.
 // The limit bounds a hang: part of it may be spent waiting for the in-process suites' turns.
-@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(6))) struct ServeTests {
+@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(30))) struct ServeTests {
     /// Serves a fresh token server on a free port for the length of `body`.
     func serving(
         lifetime: Duration = .seconds(60), time: ManualTime? = nil,

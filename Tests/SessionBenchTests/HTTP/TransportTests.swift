@@ -7,7 +7,7 @@ import Testing
 /// invariants, and each refresh's transport overhead is reported.
 // Each test runs two `compare`s of its own; it takes an in-process turn so that no crowd of the
 // in-process suites competes with them for the two cores. The limit bounds a hang.
-@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(8))) struct TransportTests {
+@Suite(.tags(.slow), .skippedInQuickRun, .serialized, .inProcessTurn, .timeLimit(.minutes(30))) struct TransportTests {
     struct Row {
         let fields: [String: String]
         subscript(_ name: String) -> String { fields[name] ?? "" }
