@@ -6,6 +6,21 @@ import Synchronization
 final class SharedRun: Sendable {
     private let start = Atomic<UInt64>(0)
     let highestGeneration = Atomic<UInt64>(0)
+    private let begun = Atomic<Int>(0)
+    private let lastBegin = Atomic<UInt64>(0)
+
+    /// Notes that one more of `workers` has begun at `ticks`; the last one sets ``everyoneBegan``.
+    func began(at ticks: UInt64, of workers: Int) {
+        if begun.add(1, ordering: .acquiringAndReleasing).newValue == workers {
+            lastBegin.store(ticks, ordering: .releasing)
+        }
+    }
+
+    /// When the last worker began, once every one has.
+    var everyoneBegan: UInt64? {
+        let value = lastBegin.load(ordering: .acquiring)
+        return value == 0 ? nil : value
+    }
 
     /// The loop's start, once a worker has begun.
     var started: UInt64? {

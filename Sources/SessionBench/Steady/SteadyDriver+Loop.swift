@@ -85,7 +85,8 @@ extension SteadyDriver {
                 let begin = shared.begin(at: SampleClock.ticks())
                 let deadline = begin + durationTicks
                 report.beginTicks = SampleClock.ticks()
-                var pacing = Pacing(slice: sliceTicks, deadline: deadline, start: report.beginTicks)
+                shared.began(at: report.beginTicks, of: tasks)
+                var pacing = Pacing(slice: sliceTicks, duration: durationTicks, shared: shared, start: report.beginTicks)
                 func failed(_ error: SessionError, since t0: Int64) {
                     report.failures += 1
                     guard report.errors.count < Self.keptErrors else { return }
@@ -184,13 +185,24 @@ extension SteadyDriver {
         let before = counter?.begin()
         let start = ContinuousClock.now
         await line.arriveAndWait()
-        let deadline = start + duration + runner.hangTimeout
-        watch?.expectBack(by: deadline) {
-            Starvation(
-                phase: "steady reads", stuckCallers: tasks - latch.finishedCount, ofCallers: tasks, operation: .read,
-                detail:
-                    "the harness could not run after the deadline: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)"
-            )
+        var deadline = start + duration + runner.hangTimeout
+        func expectBack() {
+            watch?.expectBack(by: deadline) {
+                Starvation(
+                    phase: "steady reads", stuckCallers: tasks - latch.finishedCount, ofCallers: tasks,
+                    operation: .read,
+                    detail:
+                        "the harness could not run after the deadline: every thread of the cooperative pool is blocked (a lock or semaphore held across an await?)"
+                )
+            }
+        }
+        expectBack()
+        // The run ends `duration` after the last caller began (see ``Pacing``), and on a loaded
+        // machine the last one begins late: the wait for the results counts from then.
+        if await latch.waitForEntry(until: start + runner.hangTimeout) {
+            watch?.back()
+            deadline = max(deadline, ContinuousClock.now + duration + runner.hangTimeout)
+            expectBack()
         }
         var reports = await latch.wait(until: deadline)
         watch?.back()
@@ -223,9 +235,16 @@ extension SteadyDriver {
     /// A worker's share of the time: every ``slice`` it gives the other callers a turn
     /// (`Task.yield()`), and between clock reads it makes a batch of calls that starts at one
     /// and grows while batches stay well inside the slice.
+    ///
+    /// The run ends `duration` after the last caller began: every caller is live at once however
+    /// long a loaded machine takes to give each its first turn (on two busy cores, a crowd of 512
+    /// took longer than a 200 ms run to start). Until every caller has begun there is no
+    /// deadline; a worker looks for it when it gives the others a turn.
     struct Pacing {
         let slice: UInt64
-        let deadline: UInt64
+        let duration: UInt64
+        let shared: SharedRun
+        private(set) var deadline = UInt64.max
         var nextYield: UInt64
         /// Calls in the next batch.
         private(set) var batch = 1
@@ -233,10 +252,16 @@ extension SteadyDriver {
         /// Turns given to the others.
         private(set) var yields: UInt64 = 0
 
-        init(slice: UInt64, deadline: UInt64, start: UInt64) {
+        init(slice: UInt64, duration: UInt64, shared: SharedRun, start: UInt64) {
             self.slice = slice
-            self.deadline = deadline
+            self.duration = duration
+            self.shared = shared
             nextYield = start + slice
+            lookForDeadline()
+        }
+
+        private mutating func lookForDeadline() {
+            if deadline == .max, let last = shared.everyoneBegan { deadline = last + duration }
         }
 
         /// The clock read that starts the next batch, after a turn for the others when this
@@ -253,6 +278,7 @@ extension SteadyDriver {
                 }
                 await Task.yield()
                 yields += 1
+                lookForDeadline()
                 nextYield = SampleClock.ticks() + slice
                 batchStart = 0
             }
