@@ -39,9 +39,6 @@ public struct ScenarioRunner: Sendable {
     /// How long past a deadline the coordinator may be late before the pool counts as starved.
     var starvationGrace: Duration { max(.seconds(1), hangTimeout / 2) }
 
-    static let roundAllocationNote =
-        "counted in steady scenarios (per call) and in the scale storm (per waiting caller): in smaller storms the coordinator's own allocations while the crowd settles vary by more than a store's per-waiter cost"
-
     /// Runs `scenario` against a fresh instance of `store`.
     public func run(_ store: StoreDescriptor, _ scenario: Scenario) async -> ScenarioResult {
         var result = ScenarioResult(store: store.name, scenario: scenario, verdict: .pass)
@@ -84,49 +81,9 @@ public struct ScenarioRunner: Sendable {
         defer { watch.back() }
         // The drivers write their figures into the result itself.
         let outcome = DriverOutcome(result: result)
-        switch scenario.kind {
-        case .crashRestart, .sharedStorage, .replicas:
-            var outcome = outcome
-            if let launcher = sessionProcesses, let backend = scenario.storage.flatMap(StorageBackendCatalog.named) {
-                if scenario.kind == .crashRestart {
-                    await CrashRestartDriver(
-                        runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
-                        backend: backend
-                    ).run(outcome: &outcome)
-                } else {
-                    await SharedStorageDriver(
-                        runner: self, descriptor: store, scenario: scenario, oracle: oracle, launcher: launcher,
-                        backend: backend
-                    ).run(outcome: &outcome)
-                }
-            } else {
-                outcome.failure =
-                    "\(scenario.name) starts session processes: run it through the session-bench command line"
-            }
-            result = outcome.finished()
-        case .stepUp:
-            var outcome = outcome
-            await StepUpDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
-                .run(outcome: &outcome)
-            result = outcome.finished()
-        case .sessionStates:
-            var outcome = outcome
-            await SessionStatesDriver(runner: self, descriptor: store, scenario: scenario, oracle: oracle)
-                .run(outcome: &outcome)
-            result = outcome.finished()
-        case .steadyReads:
-            result = await SteadyDriver(
-                runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch
-            )
-            .run(counter: counter, outcome: outcome).finished()
-        default:
-            var driver = RoundDriver(
-                runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch, outcome: outcome)
-            result = await driver.run(memory: counter).finished()
-            if result.allocationNote == nil, result.storeAllocationsPerWaiter == nil {
-                result.allocationNote = Self.roundAllocationNote
-            }
-        }
+        let context = DriverContext(
+            runner: self, descriptor: store, scenario: scenario, oracle: oracle, watch: watch, counter: counter)
+        result = await ScenarioFamilies.family(of: scenario.kind).run(context, outcome: outcome)
         result.cpuSeconds = ResourceUsage.cpuSeconds - cpuBefore
         result.peakResidentBytes = ResourceUsage.peakResidentBytes
         result.violations = oracle.violations

@@ -260,18 +260,5 @@ extension Scenario.Kind {
     /// where a store restarts or shares its storage; the step-up and state-stream ones in
     /// theirs. The ledger's single-flight (I1) and no-reuse (I7), and the watchdog's no-hang
     /// (I3), are judged everywhere. A report adds any invariant a run violated beyond these.
-    public var judgedInvariants: [Invariant] {
-        let ids: [Int] =
-            switch self {
-            case .steadyReads, .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .flakyServer,
-                .cancellationStorm, .family, .scaleStorm:
-                Array(1...13) + [15, 16, 26, 27]
-            case .crashRestart: [1, 2, 3, 7, 14, 15, 16, 17]
-            case .sharedStorage, .replicas: [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16]
-            // The session's own calls there are judged by the contract's model too.
-            case .stepUp: [1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 18, 19, 20, 21, 22, 26, 27]
-            case .sessionStates: [1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 23, 24, 25, 26, 27]
-            }
-        return ids.compactMap(Invariant.init(rawValue:))
-    }
+    public var judgedInvariants: [Invariant] { ScenarioFamilies.family(of: self).judgedInvariants(self) }
 }

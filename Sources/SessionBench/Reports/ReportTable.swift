@@ -180,7 +180,7 @@ extension ResultsReport {
                 "\(anomalies) sample(s) ended before they started on the sample clock: counted in clock_anomalies, not recorded"
             )
         }
-        let unavailable = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
+        let unavailable = results.compactMap(\.allocationNote).filter { $0 != StormFamily.allocationNote }
         if let reason = unavailable.first {
             notes.append("allocations not counted: \(reason)")
         } else {
@@ -191,8 +191,8 @@ extension ResultsReport {
                 notes.append(
                     "scale-storm's allocs/op is per waiting caller: the store's own, the caller's task taken out")
             }
-            if results.contains(where: { $0.allocationNote == ScenarioRunner.roundAllocationNote }) {
-                notes.append("allocs/op is \(ScenarioRunner.roundAllocationNote)")
+            if results.contains(where: { $0.allocationNote == StormFamily.allocationNote }) {
+                notes.append("allocs/op is \(StormFamily.allocationNote)")
             }
         }
         if results.contains(where: { $0.kind == .crashRestart }) {
@@ -249,40 +249,7 @@ enum Format {
 /// One-line descriptions of scenarios, for `list` and reports.
 public enum ScenarioText {
     public static func summary(_ scenario: Scenario) -> String {
-        let what: String
-        switch scenario.kind {
-        case .steadyReads: what = "callers read a long-lived token as fast as they can"
-        case .expiryStorm: what = "the token expires, then every caller asks at once"
-        case .rejectionStorm: what = "every caller reports a 401 for the same token; then stale 401s"
-        case .signOutRace: what = "callers wait on a refresh; the user signs out before it lands"
-        case .userSwitch: what = "callers wait on user A's refresh; user B signs in before it lands"
-        case .flakyServer: what = "expiry storms against a server that fails or times out at random"
-        case .cancellationStorm: what = "expiry storms; part of the waiters are cancelled mid-wait"
-        case .family: what = "expiry storms over \(scenario.accounts) accounts, each with its own store"
-        case .scaleStorm: what = "one expiry storm of a huge crowd; memory per waiting caller"
-        case .crashRestart:
-            what =
-                "a session process per round over one storage, killed at seeded crash points and restarted "
-                + "(one run per backend; name:backend picks one)"
-        case .sharedStorage:
-            what =
-                "2 processes × 2 store instances share one saved session; alternate 401 storms and expiries "
-                + "(one run per backend; name:backend picks one)"
-        case .replicas:
-            what =
-                "\(scenario.replicas ?? Scenario.defaultReplicas) replica processes share one session through a "
-                + "database server: 401 storms, expiries, reads, a replica killed holding the lock, one stalled "
-                + "holding it "
-                + "(one run per server backend; name:backend picks one)"
-        case .stepUp:
-            what =
-                "clinical-request bursts through API objects kept across users: step-up prompts held open, "
-                + "denied, dismissed, expired; sign-out during a prompt"
-        case .sessionStates:
-            what =
-                "1, then \(scenario.tasks), subscribers to the store's state through sign-in, refresh, "
-                + "sign-out racing a refresh, user switch, revocation"
-        }
+        let what = ScenarioFamilies.family(of: scenario.kind).summary(scenario)
         let size =
             scenario.kind == .replicas
             ? "\(scenario.tasks) callers × \(scenario.replicas ?? Scenario.defaultReplicas) replicas, "

@@ -91,7 +91,7 @@ public struct ResultsReport: Sendable, Codable {
             }
             return parts.joined(separator: "; ") + ", in the measuring processes"
         }
-        let reasons = results.compactMap(\.allocationNote).filter { $0 != ScenarioRunner.roundAllocationNote }
+        let reasons = results.compactMap(\.allocationNote).filter { $0 != StormFamily.allocationNote }
         if let reason = reasons.first { return "none: \(reason)" }
         return "none: no steady scenario or scale storm ran (allocations are counted there)"
     }

@@ -178,17 +178,7 @@ public struct ScenarioResult: Sendable, Codable {
 
     /// The latency summary of the scenario's main operation.
     public var headlineLatency: LatencySummary? {
-        let preferred: [OperationKind] =
-            switch kind {
-            case .steadyReads: [.read, .rejection]
-            case .rejectionStorm: [.rejection, .refreshWait, .read]
-            case .crashRestart: [.save]
-            case .sharedStorage: [.rejection, .refreshWait, .save]
-            case .replicas: [.refreshWait, .rejection, .save]
-            case .stepUp: [.elevatedRead]
-            case .sessionStates: [.observerLagMany, .observerLagOne]
-            default: [.refreshWait, .rejection, .read]
-            }
+        let preferred = ScenarioFamilies.family(of: kind).headlineOperations(kind)
         for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
         return latencies.first
     }

@@ -1,0 +1,50 @@
+import SessionContract
+
+/// What a family's driver is given for one run: the runner (its options and transports), the
+/// store, the scenario, the oracle that collects violations, the starvation watch, and the
+/// measuring process's allocation counter.
+struct DriverContext {
+    let runner: ScenarioRunner
+    let descriptor: StoreDescriptor
+    let scenario: Scenario
+    let oracle: Oracle
+    let watch: StarvationWatch
+    let counter: AllocationCounter?
+}
+
+/// One family of scenarios, in a folder of its own: the kinds it runs, what its runs judge, how
+/// reports describe it, and its driver.
+///
+/// A new kind is a case of ``Scenario/Kind`` with its preset (`Scenarios/Scenario.swift`), a
+/// family in a folder of its own (or a kind added to one), and one line in
+/// ``ScenarioFamilies/all``.
+protocol ScenarioFamily {
+    /// The kinds this family runs; each kind belongs to exactly one family.
+    static var kinds: [Scenario.Kind] { get }
+    /// The invariants a run of `kind` judges (see ``Scenario/Kind/judgedInvariants``).
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant]
+    /// What happens in `scenario`, in a few words, for `list` and reports.
+    static func summary(_ scenario: Scenario) -> String
+    /// The operations whose latency heads a run's report, the first one measured.
+    static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind]
+    /// Runs the scenario; the driver writes its figures into `outcome`.
+    static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult
+}
+
+/// Every scenario family, and which one runs a kind.
+enum ScenarioFamilies {
+    static let all: [any ScenarioFamily.Type] = [
+        StormFamily.self, SteadyFamily.self, StepUpFamily.self, SessionStatesFamily.self, CrashRestartFamily.self,
+        SharedStorageFamily.self,
+    ]
+
+    static func family(of kind: Scenario.Kind) -> any ScenarioFamily.Type {
+        guard let family = all.first(where: { $0.kinds.contains(kind) }) else {
+            preconditionFailure("Internal inconsistency: no scenario family runs \(kind.rawValue)")
+        }
+        return family
+    }
+
+    /// The session invariants judged in the scenarios over one store: I1–I13, I15, I16, I26, I27.
+    static let sessionInvariants: [Invariant] = (Array(1...13) + [15, 16, 26, 27]).compactMap(Invariant.init(rawValue:))
+}

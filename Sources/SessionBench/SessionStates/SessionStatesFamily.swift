@@ -1,0 +1,26 @@
+import SessionContract
+
+/// `session-states`: subscribers to the store's state through a session's whole lifecycle
+/// (``SessionStatesDriver``).
+enum SessionStatesFamily: ScenarioFamily {
+    static let kinds: [Scenario.Kind] = [.sessionStates]
+
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
+        [1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 23, 24, 25, 26, 27].compactMap(Invariant.init(rawValue:))
+    }
+
+    static func summary(_ scenario: Scenario) -> String {
+        "1, then \(scenario.tasks), subscribers to the store's state through sign-in, refresh, "
+            + "sign-out racing a refresh, user switch, revocation"
+    }
+
+    static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.observerLagMany, .observerLagOne] }
+
+    static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
+        var outcome = outcome
+        await SessionStatesDriver(
+            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle
+        ).run(outcome: &outcome)
+        return outcome.finished()
+    }
+}

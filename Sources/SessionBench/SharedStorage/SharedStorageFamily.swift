@@ -1,0 +1,34 @@
+import SessionContract
+
+/// `shared-storage` and `replicas`: several holders of one saved session, in session processes
+/// or replica processes through a database (``SharedStorageDriver``).
+enum SharedStorageFamily: ScenarioFamily {
+    static let kinds: [Scenario.Kind] = [.sharedStorage, .replicas]
+
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
+        [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16].compactMap(Invariant.init(rawValue:))
+    }
+
+    static func summary(_ scenario: Scenario) -> String {
+        guard scenario.kind == .replicas else {
+            return "2 processes × 2 store instances share one saved session; alternate 401 storms and expiries "
+                + "(one run per backend; name:backend picks one)"
+        }
+        return "\(scenario.replicas ?? Scenario.defaultReplicas) replica processes share one session through a "
+            + "database server: 401 storms, expiries, reads, a replica killed holding the lock, one stalled "
+            + "holding it (one run per server backend; name:backend picks one)"
+    }
+
+    static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] {
+        kind == .replicas ? [.refreshWait, .rejection, .save] : [.rejection, .refreshWait, .save]
+    }
+
+    static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
+        await SessionProcesses.run(context, outcome: outcome) { launcher, backend, outcome in
+            await SharedStorageDriver(
+                runner: context.runner, descriptor: context.descriptor, scenario: context.scenario,
+                oracle: context.oracle, launcher: launcher, backend: backend
+            ).run(outcome: &outcome)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+import SessionContract
+
+/// `steady-reads`: callers read a long-lived token as fast as they can, or at a rate, with the
+/// synchronous read on OS threads beside them (``SteadyDriver``, ``SyncReadDriver``).
+enum SteadyFamily: ScenarioFamily {
+    static let kinds: [Scenario.Kind] = [.steadyReads]
+
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { ScenarioFamilies.sessionInvariants }
+
+    static func summary(_ scenario: Scenario) -> String { "callers read a long-lived token as fast as they can" }
+
+    static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.read, .rejection] }
+
+    static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
+        await SteadyDriver(
+            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle,
+            watch: context.watch
+        )
+        .run(counter: context.counter, outcome: outcome).finished()
+    }
+}

@@ -1,0 +1,27 @@
+import SessionContract
+
+/// `step-up`: bursts of requests through API objects kept across users, with the user's prompt
+/// held open, denied, dismissed or expired (``StepUpDriver``).
+enum StepUpFamily: ScenarioFamily {
+    static let kinds: [Scenario.Kind] = [.stepUp]
+
+    /// The session's own calls there are judged by the contract's model too.
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
+        [1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 18, 19, 20, 21, 22, 26, 27].compactMap(Invariant.init(rawValue:))
+    }
+
+    static func summary(_ scenario: Scenario) -> String {
+        "clinical-request bursts through API objects kept across users: step-up prompts held open, "
+            + "denied, dismissed, expired; sign-out during a prompt"
+    }
+
+    static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.elevatedRead] }
+
+    static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
+        var outcome = outcome
+        await StepUpDriver(
+            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle
+        ).run(outcome: &outcome)
+        return outcome.finished()
+    }
+}
