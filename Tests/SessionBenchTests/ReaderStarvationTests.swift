@@ -132,7 +132,9 @@ struct ReaderStarvationTests {
         }
         let hang = try #require(result.hang, "\(result.verdict)")
         #expect(result.verdict == .hung)
-        #expect(hang.operation == .syncRead && hang.stuckCallers == 4, "\(hang)")
+        // Every thread that got a slice is stuck inside; on a loaded machine the lowest-priority
+        // readers may not all have had one before the time was up.
+        #expect(hang.operation == .syncRead && (1...4).contains(hang.stuckCallers) && hang.ofCallers == 4, "\(hang)")
         // Asleep in the store is never starvation; spinning with the CPU is not either.
         #expect(hang.detail == "threads still inside currentToken() when the time was up", "\(hang)")
     }

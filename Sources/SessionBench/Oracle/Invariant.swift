@@ -191,7 +191,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .stepUpIndependent:
             """
             `step-up`: while a prompt is open, token reads (from the store, from an API object that waits on the \
-            prompt, from a new one) and a 401 (which refreshes) of the same session complete within 1 s
+            prompt, from a new one) and a 401 (which refreshes) of the same session complete within the hang \
+            timeout, with the prompt still open
             """
         case .clientFollowsSession:
             """
