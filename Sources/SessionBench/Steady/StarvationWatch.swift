@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import SessionSync
 import Synchronization
@@ -91,10 +92,19 @@ final class StarvationWatch: Sendable {
         let ran = ProbeFlag()
         Task.detached(priority: priority) { ran.flag.store(true, ordering: .releasing) }
         let cpuBefore = ResourceUsage.cpuSeconds
+        let waitedBefore = CPUTimes.process(getpid())?.waitedNanoseconds
         let window = Self.probeWindow
         let timer = Watchdog.shared.schedule(at: .now + window) { [self] in
             let alive = ran.flag.load(ordering: .acquiring)
-            let busy = ResourceUsage.cpuSeconds - cpuBefore > 0.2 * window.secondsValue
+            // Working, or waiting for a CPU that a loaded machine gives to others: either way the
+            // threads are not all blocked.
+            var waited = 0.0
+            if let waitedBefore, let waitedAfter = CPUTimes.process(getpid())?.waitedNanoseconds {
+                waited = Double(waitedAfter &- waitedBefore) / 1e9
+            }
+            let busy =
+                ResourceUsage.cpuSeconds - cpuBefore > 0.2 * window.secondsValue
+                || waited > 0.2 * window.secondsValue
             let starved = !alive && (!busy || spinning >= Self.spinningChances)
             let fire = armed.withLock(visibleTo: self) { armed -> Bool in
                 guard armed.generation == generation, !armed.fired else { return false }
