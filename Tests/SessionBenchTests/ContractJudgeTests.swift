@@ -117,26 +117,33 @@ struct ContractJudgeTests {
     }
 
     /// Between a 401 and the server's first sight of the refresh it starts, the request is on
-    /// its way (over a socket, or on a thread not yet run): the store may answer nil meanwhile.
-    @Test("a 401 of the newest token excuses a nil before the server sees its refresh; a stale 401 does not")
+    /// its way (over a socket, or on a thread not yet run) and the 401's caller waits for it:
+    /// while that caller waits, the store may answer nil.
+    @Test("a 401 of the newest token excuses a nil while it runs; a stale 401, or one that returned, does not")
     func nilAfterRejection() async throws {
         var history = History()
         let first = try await history.signIn(0)
         let second = try await history.server.refresh(first.refreshToken)
         let handed = history.call(history.token(second.accessToken))
-        func rejection(_ token: AccessToken) -> ObservedCall {
+        /// A 401 of `token` that started now and returns `returnsAfter` nanoseconds later.
+        func rejection(_ token: AccessToken, returnsAfter: Int64 = 1_000_000_000) -> ObservedCall {
             let started = TokenServer.realNanoseconds()
             return ObservedCall(
                 caller: 3, account: 0, kind: .rejection, request: .tokenRejected(generation: token.generation),
-                phase: "test", startedAt: history.time.now, startedNanos: started, endedNanos: started + 1,
+                phase: "test", startedAt: history.time.now, startedNanos: started, endedNanos: started + returnsAfter,
                 answer: .error(.cancelled), wasCancelled: true)
         }
         let stale = rejection(first.accessToken)
         #expect(history.judge([handed, stale, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
-        let current = rejection(second.accessToken)
-        #expect(history.judge([handed, current, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
-        // A nil that returned before the 401 started has no such excuse.
+        let running = rejection(second.accessToken)
+        #expect(history.judge([handed, running, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
+        // A 401 that had returned before the nil started excuses nothing: its refresh was over.
+        let returned = rejection(second.accessToken, returnsAfter: 1)
+        try await Task.sleep(for: .milliseconds(1))
+        #expect(history.judge([handed, returned, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
+        // Nor does one that started after the nil returned.
         let early = history.call(.none, request: .currentToken, caller: 2)
+        try await Task.sleep(for: .milliseconds(1))
         #expect(history.judge([handed, early, rejection(second.accessToken)]) == [.served])
     }
 

@@ -47,10 +47,11 @@ struct ContractJudge {
     private(set) var watermark = Watermark()
     /// When a call of each session first returned `refreshTokenRevoked`: the store knew.
     private(set) var revokedTold: [UInt64: Int64] = [:]
-    /// When the first `tokenRejected` of each generation started. From then on a store may have a
-    /// refresh of it under way that the server has not seen yet: the request is on its way (over
-    /// a socket, or on a thread the machine has not run yet).
-    private(set) var rejectionStarted: [UInt64: Int64] = [:]
+    /// When each `tokenRejected` of a generation ran (real nanoseconds, start and return). While
+    /// one runs, the store may have a refresh of it under way that the server has not seen yet:
+    /// the request is on its way (over a socket, or on a thread the machine has not run yet), and
+    /// the caller waits for it. Once every one has returned, that refresh was answered or failed.
+    private(set) var rejections: [UInt64: [(started: Int64, ended: Int64)]] = [:]
     /// Storage writes already judged, by account.
     var writesJudged: [Int: Int] = [:]
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
@@ -69,7 +70,7 @@ struct ContractJudge {
         })
         for call in calls {
             guard case .tokenRejected(let generation) = call.request else { continue }
-            rejectionStarted[generation] = min(rejectionStarted[generation] ?? .max, call.startedNanos)
+            rejections[generation, default: []].append((call.startedNanos, call.endedNanos))
         }
         for call in calls {
             guard call.error == .refreshTokenRevoked else { continue }
@@ -326,7 +327,7 @@ struct ContractJudge {
 
     /// `currentToken()` answered `nil`: only when no session was surely current, its token was
     /// due, or a refresh was possibly under way — at the server, or asked for by a 401 of the
-    /// newest token that started before the call ended — (or the store was still taking in the
+    /// newest token that was running during the call — (or the store was still taking in the
     /// newest grant).
     private func judgeNil(
         _ call: ObservedCall, who: String, _ timeline: SessionTimeline, requireHandedOut: Bool = true
@@ -341,7 +342,7 @@ struct ContractJudge {
             timeline.refreshOverlaps(family: family, call.startedNanos, call.endedNanos) == nil,
             let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
             let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
-            (rejectionStarted[newest] ?? .max) > call.endedNanos,
+            !(rejections[newest] ?? []).contains(where: { $0.started <= call.endedNanos && $0.ended >= call.startedNanos }),
             // The store had taken the newest grant in: a caller had been handed it.
             !requireHandedOut
                 || (watermark.highest(family: family, endedBefore: call.startedNanos)?.generation ?? 0) >= newest
@@ -351,7 +352,7 @@ struct ContractJudge {
             summary: "\(who): currentToken() answered nil with a fresh token and no refresh under way",
             trace: [
                 "generation \(newest) (family \(family)) was current and handed out before the call; it expires at \(record.expiresAt.nanoseconds)ns, the call ran at \(call.startedAt.nanoseconds)ns",
-                "no sign-in, sign-out or refresh of the session was under way during the call, and no 401 of it had been reported",
+                "no sign-in, sign-out or refresh of the session was under way during the call, and no 401 of it was running",
             ])
     }
 
