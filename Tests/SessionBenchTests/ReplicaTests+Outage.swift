@@ -70,7 +70,7 @@ extension ReplicaTests {
         let next = try await ToolProcess.run(
             ["compare", "--stores", "mutex", "--scenario", "replicas:postgres-advisory-lock", "--rounds", "1", "--quiet"],
             environment: [PostgresLocation.environmentVariable: url], timeout: 180)
-        #expect(next.status == 0, "\(next.stderr)")
+        #expect(next.status == 0, "\(next.stdout)\(next.stderr)")
         #expect(next.stderr.contains("removed ") && next.stderr.contains("stored session(s) of runs that ended"), "\(next.stderr)")
         let left = try PostgresTokenStorage.sessions(at: direct)
         #expect(!left.contains { $0.contains(mine) }, "the stopped run's row is gone")

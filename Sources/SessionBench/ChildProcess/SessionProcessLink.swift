@@ -1,4 +1,3 @@
-import SessionContract
 import SessionSync
 import Synchronization
 
@@ -45,12 +44,6 @@ public final class SessionProcessLink: Sendable {
     private let killProcess: @Sendable () -> Void
     private let waitForEnd: @Sendable () async -> ProcessEnd
     private let errorLines: @Sendable () -> [String]
-    private let cpuTimes: @Sendable () -> CPUTimes?
-
-    /// How many more timeouts a process gets while it works or waits for a CPU: a loaded
-    /// machine makes a session process slow, not hung (beside 8 busy loops on 2 cores, one went
-    /// 5 s without a word while restoring a sealed session). A process asleep gets none.
-    static let busyExtensions = 4
 
     /// - Parameters:
     ///   - send: writes one line (a newline is added) to the process's standard input.
@@ -58,14 +51,11 @@ public final class SessionProcessLink: Sendable {
     ///   - kill: sends SIGKILL (does not wait).
     ///   - wait: waits for the process to end and reaps it.
     ///   - errors: the last lines it wrote to standard error (a crashing store's trap message).
-    ///   - times: the process's threads' CPU time and wait for a CPU (``CPUTimes/process(_:)``);
-    ///     `nil` where the kernel cannot say, and then a timeout is a timeout.
     public init(
         send: @escaping @Sendable (String) -> Void, closeInput: @escaping @Sendable () -> Void,
         kill: @escaping @Sendable () -> Void, wait: @escaping @Sendable () async -> ProcessEnd,
-        errors: @escaping @Sendable () -> [String], times: @escaping @Sendable () -> CPUTimes? = { nil }
+        errors: @escaping @Sendable () -> [String]
     ) {
-        cpuTimes = times
         sendLine = send
         closeInputs = closeInput
         killProcess = kill
@@ -102,21 +92,8 @@ public final class SessionProcessLink: Sendable {
     func wait() async -> ProcessEnd { await waitForEnd() }
     var errors: [String] { errorLines() }
 
-    /// The next line, waiting at most `timeout` — or, while the process ran or waited for a CPU
-    /// for a fifth of the time or more, up to ``busyExtensions`` more.
+    /// The next line, waiting at most `timeout`.
     func next(within timeout: Duration) async -> Event {
-        var before = cpuTimes()
-        for _ in 0...Self.busyExtensions {
-            let event = await nextLine(within: timeout)
-            guard event == .timedOut, let earlier = before, let now = cpuTimes() else { return event }
-            let used = Double((now.ranNanoseconds &- earlier.ranNanoseconds) &+ (now.waitedNanoseconds &- earlier.waitedNanoseconds))
-            guard used >= 0.2 * Double(timeout.nanosecondsClamped) else { return .timedOut }
-            before = now
-        }
-        return .timedOut
-    }
-
-    private func nextLine(within timeout: Duration) async -> Event {
         await withCheckedContinuation { (waiter: CheckedContinuation<Event, Never>) in
             let (ready, id) = inbox.withLock(visibleTo: self) { inbox -> (Event?, Int) in
                 if !inbox.lines.isEmpty { return (.line(inbox.lines.removeFirst()), 0) }

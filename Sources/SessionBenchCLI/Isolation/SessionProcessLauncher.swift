@@ -25,7 +25,7 @@ struct ChildSessionLauncher: SessionProcessLauncher {
                     try? await Task.sleep(for: .milliseconds(2))
                 }
             },
-            errors: { errors.withLock { $0 } }, times: { CPUTimes.process(child.pid) })
+            errors: { errors.withLock { $0 } })
         let reader = Thread {
             child.readLines { link.deliver($0) }
             link.finish()
