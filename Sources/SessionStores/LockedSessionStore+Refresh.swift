@@ -15,10 +15,7 @@ extension LockedSessionStore {
             // No turn (a lock wait that timed out, a database out of reach): refreshing without one
             // could present a refresh token another holder is presenting. This round fails as a
             // transient error; the next caller tries again.
-            let (waiters, outcome) = changing {
-                $0.refreshCompleted(request, result: .failure(.transient), now: clock.now())
-            }
-            resume(waiters, with: outcome)
+            perform(changing { $0.refreshCompleted(request, result: .failure(.transient), now: clock.now()) })
         }
     }
 
@@ -39,10 +36,7 @@ extension LockedSessionStore {
                     return await refresh(request, presenting: stored.refreshToken)
                 }
                 // Another holder refreshed while this one waited its turn: its grant is the answer.
-                let (waiters, outcome) = changing {
-                    $0.refreshCompleted(request, result: .success(stored), now: clock.now())
-                }
-                resume(waiters, with: outcome)
+                perform(changing { $0.refreshCompleted(request, result: .success(stored), now: clock.now()) })
             case .empty:
                 // Another holder signed out: the shared session is over here too.
                 resume(changing { $0.endedElsewhere(request) }, with: .failure(.signedOut))
@@ -59,17 +53,24 @@ extension LockedSessionStore {
         let result = await endpoint.refreshResult(refreshToken)
         let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrent(request) } }
         persisting(try? result.get(), isCurrent: isCurrent) {
-            let (waiters, outcome) = changing {
-                $0.refreshCompleted(request, result: result, now: clock.now())
-            }
-            resume(waiters, with: outcome)
+            perform(changing { $0.refreshCompleted(request, result: result, now: clock.now()) })
         }
     }
 
     /// A grant another holder saved, as the shared storage announced it: taken if newer and fresh,
     /// answering the callers of a refresh this holder was waiting its turn for.
     func adopt(_ grant: TokenGrant) {
-        let adopted = changing { $0.adopt(grant, now: clock.now()) }
-        if let (waiters, outcome) = adopted { resume(waiters, with: outcome) }
+        switch changing({ $0.adopt(grant, now: clock.now()) }) {
+        case .resume(let waiters, let token): resume(waiters, with: .success(token))
+        case .refused: break
+        }
+    }
+
+    /// Resumes the waiters of a completed refresh; a discarded one has none left to resume.
+    func perform(_ action: TokenLifecycle<TokenWaiter>.RefreshCompletedAction) {
+        switch action {
+        case .resume(let waiters, let outcome): resume(waiters, with: outcome)
+        case .discarded: break
+        }
     }
 }

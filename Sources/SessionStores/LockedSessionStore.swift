@@ -144,12 +144,13 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     }
 
     public func signIn(_ credentials: Credentials) async throws(SessionError) {
-        let (epoch, orphans) = ending { $0.beginSignIn() }
+        let started = ending { $0.beginSignIn() }
         // After the lifecycle moved on: a step-up that started before it is discarded here, and
         // one that starts after it finds no session to elevate.
         endElevation()
-        resume(orphans, with: .failure(.signedOut))
+        resume(started.orphans, with: .failure(.signedOut))
         let result = await endpoint.signInResult(credentials)
+        let epoch = started.epoch
         let isCurrent = { [lifecycle] in lifecycle.withSharedAccess { $0.isCurrentSignIn(epoch: epoch) } }
         try persisting(try? result.get(), isCurrent: isCurrent) {
             changing { $0.signInCompleted(epoch: epoch, result: result) }

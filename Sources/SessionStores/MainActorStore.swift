@@ -39,10 +39,10 @@ public final class MainActorStore: SessionStore {
     }
 
     public func signIn(_ credentials: Credentials) async throws(SessionError) {
-        let (epoch, orphans) = lifecycle.beginSignIn()
-        for orphan in orphans { orphan.resume(returning: .failure(.signedOut)) }
+        let started = lifecycle.beginSignIn()
+        for orphan in started.orphans { orphan.resume(returning: .failure(.signedOut)) }
         let result = await endpoint.signInResult(credentials)
-        try lifecycle.signInCompleted(epoch: epoch, result: result).get()
+        try lifecycle.signInCompleted(epoch: started.epoch, result: result).get()
     }
 
     public func signOut() async {
@@ -73,7 +73,9 @@ public final class MainActorStore: SessionStore {
 
     private func refresh(_ request: TokenLifecycle<TokenWaiter>.RefreshRequest) async {
         let result = await endpoint.refreshResult(request.refreshToken)
-        let (waiters, outcome) = lifecycle.refreshCompleted(request, result: result, now: clock.now())
-        for waiter in waiters { waiter.resume(returning: outcome) }
+        switch lifecycle.refreshCompleted(request, result: result, now: clock.now()) {
+        case .resume(let waiters, let outcome): for waiter in waiters { waiter.resume(returning: outcome) }
+        case .discarded: break
+        }
     }
 }

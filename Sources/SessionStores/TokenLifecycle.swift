@@ -14,9 +14,10 @@ import SessionContract
 /// ```
 ///
 /// Every event is a `mutating func` that returns what the caller must do — resume these
-/// waiters, start this refresh — and does none of it itself, so a store can call it under
-/// its lock and act after releasing it. The stores that guard it with a lock, a queue or the
-/// main actor therefore share every decision and differ only in synchronization.
+/// waiters, start this refresh — as one action type per event, and does none of it itself,
+/// so a store can call it under its lock and act after releasing it. The stores that guard it
+/// with a lock, a queue or the main actor therefore share every decision and differ only in
+/// synchronization.
 ///
 /// Sign-in and sign-out advance an *epoch*; a refresh or sign-in that completes in an older
 /// epoch is discarded. That is the sign-out fence: waiters of the discarded refresh were
@@ -43,6 +44,40 @@ public struct TokenLifecycle<Waiter> {
         case startRefresh(RefreshRequest)
     }
 
+    /// What the store must do after ``refreshCompleted(_:result:now:)``.
+    public enum RefreshCompletedAction {
+        /// Resume these waiters, all with this outcome. The session moved on (new token, same
+        /// token after a transient failure, or revoked).
+        case resume([Waiter], Outcome)
+        /// The refresh belongs to an ended session, or another answer superseded it: nothing to
+        /// do. Its waiters were resumed when that happened.
+        case discarded
+    }
+
+    /// What the store must do after ``adopt(_:now:)``.
+    public enum AdoptAction {
+        /// The grant was taken: resume these waiters (those of the refresh it answered, if one
+        /// was in flight) with its access token.
+        case resume([Waiter], AccessToken)
+        /// The grant was not taken (another user's, not newer, not fresh, or no session): nothing
+        /// changed.
+        case refused
+    }
+
+    /// A sign-in that ``beginSignIn()`` started.
+    public struct SignInStarted {
+        /// The sign-in's epoch, to pass to ``signInCompleted(epoch:result:)``.
+        public let epoch: UInt64
+        /// The waiters of the session it ended, to resume with ``SessionError/signedOut``.
+        public let orphans: [Waiter]
+    }
+
+    /// The state as observers see it, with the version it has (``observed``).
+    public struct ObservedState: Hashable, Sendable {
+        public let state: SessionState
+        public let version: UInt64
+    }
+
     fileprivate struct Refresh {
         var id: UInt64
         var waiters: [UInt64: Waiter]
@@ -53,6 +88,9 @@ public struct TokenLifecycle<Waiter> {
         case signingIn
         case active(grant: TokenGrant, refresh: Refresh?)
         case revoked
+        /// Only while `modifyRefresh` mutates the refresh in place; never seen by an event
+        /// or a read, since both need the exclusive access that the mutation holds.
+        case modifying
     }
 
     private var state: State = .signedOut
@@ -112,15 +150,16 @@ public struct TokenLifecycle<Waiter> {
 
     /// The state as observers see it, with the version it has: published after each event so
     /// that ``SessionState`` subscribers see changes in order (``StateBroadcaster``).
-    public var observed: (state: SessionState, version: UInt64) {
+    public var observed: ObservedState {
         let observed: SessionState =
             switch state {
             case .signedOut, .signingIn: .signedOut
             case .revoked: .revoked
             case .active(let grant, nil): .signedIn(generation: grant.accessToken.generation)
             case .active(let grant, _): .refreshing(generation: grant.accessToken.generation)
+            case .modifying: preconditionFailure("Internal inconsistency: TokenLifecycle is modifying")
             }
-        return (observed, version)
+        return ObservedState(state: observed, version: version)
     }
 
     /// Number of callers waiting on the current refresh.
@@ -150,6 +189,8 @@ public struct TokenLifecycle<Waiter> {
             }
             if isCancelled { return .resume(waiter, .failure(.cancelled)) }
             return startRefresh(grant: grant, firstWaiter: waiter, id: id)
+        case .modifying:
+            preconditionFailure("Internal inconsistency: TokenLifecycle is modifying")
         }
     }
 
@@ -170,32 +211,33 @@ public struct TokenLifecycle<Waiter> {
     }
 
     /// A refresh started by this machine finished. Returns the waiters to resume and the
-    /// outcome they all share. A refresh that belongs to an ended session is discarded: no
-    /// waiters (they were resumed when the session ended) and ``SessionError/signedOut``.
+    /// outcome they all share. A refresh that belongs to an ended session, or that another
+    /// answer superseded, is ``RefreshCompletedAction/discarded``: its waiters were resumed when
+    /// that happened, and the state does not move.
     public mutating func refreshCompleted(
         _ request: RefreshRequest, result: Result<TokenGrant, TokenEndpointError>, now: TokenInstant
-    ) -> (waiters: [Waiter], outcome: Outcome) {
+    ) -> RefreshCompletedAction {
         guard request.epoch == epoch, case .active(let grant, let refresh?) = state, refresh.id == request.id
         else {
-            // Signed out or switched user while the call was in flight: discard it.
-            return ([], .failure(.signedOut))
+            // Signed out, switched user or adopted another grant while the call was in flight.
+            return .discarded
         }
         let waiters = Array(refresh.waiters.values)
         version &+= 1
         switch result {
         case .success(let newGrant) where newGrant.accessToken.isFresh(at: now):
             state = .active(grant: newGrant, refresh: nil)
-            return (waiters, .success(newGrant.accessToken))
+            return .resume(waiters, .success(newGrant.accessToken))
         case .success(let newGrant):
             // Issued already expired (a lifetime shorter than the trip): fail this round, but
             // keep the *rotated* grant. The old refresh token is used now; presenting it again
             // would be reuse, and the server would revoke the session.
             state = .active(grant: newGrant, refresh: nil)
-            return (waiters, .failure(.refreshFailed))
+            return .resume(waiters, .failure(.refreshFailed))
         case .failure(let endpointError):
             let error = SessionError(refreshFailure: endpointError)
             state = error == .refreshTokenRevoked ? .revoked : .active(grant: grant, refresh: nil)
-            return (waiters, .failure(error))
+            return .resume(waiters, .failure(error))
         }
     }
 
@@ -207,9 +249,9 @@ public struct TokenLifecycle<Waiter> {
 
     /// A sign-in starts. Returns its epoch (to pass to ``signInCompleted(epoch:result:)``)
     /// and the waiters of the ended session, to resume with ``SessionError/signedOut``.
-    public mutating func beginSignIn() -> (epoch: UInt64, orphans: [Waiter]) {
+    public mutating func beginSignIn() -> SignInStarted {
         let orphans = endSession(next: .signingIn)
-        return (epoch, orphans)
+        return SignInStarted(epoch: epoch, orphans: orphans)
     }
 
     /// The sign-in of `epoch` finished. A sign-in overtaken by a later sign-in or sign-out
@@ -241,17 +283,16 @@ public struct TokenLifecycle<Waiter> {
     /// Another holder of a shared storage saved `grant` (its storage announced it). Taken if it is
     /// the same user's, newer than the session's token and fresh at `now`: a refresh in flight is
     /// answered with it, as if this holder's own turn had found it there (returns that refresh's
-    /// waiters and their outcome; the refresh itself, no longer current, must not reach the server).
-    /// `nil` when the grant is not taken.
-    public mutating func adopt(_ grant: TokenGrant, now: TokenInstant) -> (waiters: [Waiter], outcome: Outcome)? {
+    /// waiters and the token; the refresh itself, no longer current, must not reach the server).
+    public mutating func adopt(_ grant: TokenGrant, now: TokenInstant) -> AdoptAction {
         guard case .active(let current, let refresh) = state,
             grant.accessToken.subject == current.accessToken.subject,
             grant.accessToken.generation > current.accessToken.generation,
             grant.accessToken.isFresh(at: now, margin: skew)
-        else { return nil }
+        else { return .refused }
         version &+= 1
         state = .active(grant: grant, refresh: nil)
-        return (refresh.map { Array($0.waiters.values) } ?? [], .success(grant.accessToken))
+        return .resume(refresh.map { Array($0.waiters.values) } ?? [], grant.accessToken)
     }
 
     /// Another holder of a shared storage signed out while `request` waited for its turn (the
@@ -269,12 +310,13 @@ public struct TokenLifecycle<Waiter> {
 
     // MARK: Helpers
 
-    /// Mutates the in-flight refresh in place. The state is cleared while `body` runs so the
-    /// refresh (and its waiter dictionary) is held once: binding it out of the enum and writing
-    /// it back would copy the dictionary on every waiter, quadratic in a storm.
+    /// Mutates the in-flight refresh in place. The state is `.modifying` while `body`
+    /// runs, so the refresh (and its waiter dictionary) is held once: binding it out of the enum
+    /// while the enum still holds it too, then writing it back, would copy the dictionary on every
+    /// waiter, quadratic in a storm. `nil` when no refresh is in flight.
     private mutating func modifyRefresh<R>(_ body: (inout Refresh) -> R) -> R? {
         guard case .active(let grant, var refresh?) = state else { return nil }
-        state = .signedOut
+        state = .modifying
         defer { state = .active(grant: grant, refresh: refresh) }
         return body(&refresh)
     }
@@ -298,5 +340,8 @@ public struct TokenLifecycle<Waiter> {
 
 extension TokenLifecycle: Sendable where Waiter: Sendable {}
 extension TokenLifecycle.AcquireAction: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.RefreshCompletedAction: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.AdoptAction: Sendable where Waiter: Sendable {}
+extension TokenLifecycle.SignInStarted: Sendable where Waiter: Sendable {}
 extension TokenLifecycle.Refresh: Sendable where Waiter: Sendable {}
 extension TokenLifecycle.State: Sendable where Waiter: Sendable {}

@@ -19,15 +19,27 @@ struct TokenLifecycleTests {
 
     func signedIn(_ generation: UInt64 = 1) -> Lifecycle {
         var lifecycle = Lifecycle(skew: .seconds(10))
-        let (epoch, orphans) = lifecycle.beginSignIn()
-        #expect(orphans.isEmpty)
-        #expect(lifecycle.signInCompleted(epoch: epoch, result: .success(grant(generation: generation))).error == nil)
+        let started = lifecycle.beginSignIn()
+        #expect(started.orphans.isEmpty)
+        let completed = lifecycle.signInCompleted(epoch: started.epoch, result: .success(grant(generation: generation)))
+        #expect(completed.error == nil)
         return lifecycle
     }
 
     func request(_ action: Lifecycle.AcquireAction) -> Lifecycle.RefreshRequest? {
         if case .startRefresh(let request) = action { return request }
         return nil
+    }
+
+    /// The waiters and outcome of a completion that was not discarded.
+    func resumed(_ action: Lifecycle.RefreshCompletedAction) -> (waiters: [Int], outcome: Lifecycle.Outcome)? {
+        if case .resume(let waiters, let outcome) = action { return (waiters, outcome) }
+        return nil
+    }
+
+    func isDiscarded(_ action: Lifecycle.RefreshCompletedAction) -> Bool {
+        if case .discarded = action { return true }
+        return false
     }
 
     @Test func freshTokenRespectsSkew() {
@@ -46,8 +58,9 @@ struct TokenLifecycleTests {
             return
         }
         #expect(lifecycle.freshToken(at: start) == nil, "no fast path while refreshing")
-        let (waiters, outcome) = lifecycle.refreshCompleted(
+        let completed = lifecycle.refreshCompleted(
             refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        let (waiters, outcome) = try #require(resumed(completed))
         #expect(Set(waiters) == [1, 2])
         #expect(try outcome.get().generation == 2)
         #expect(lifecycle.freshToken(at: late)?.generation == 2)
@@ -61,21 +74,22 @@ struct TokenLifecycleTests {
             (grant(generation: 4, subject: "b", expiresIn: 300), "another user"),
             (grant(generation: 4, expiresIn: 5), "within the skew of expiry"),
         ] {
-            let taken = lifecycle.adopt(refused, now: start)
-            #expect(taken == nil, "\(why)")
+            if case .resume = lifecycle.adopt(refused, now: start) { Issue.record("\(why) must be refused") }
         }
         #expect(lifecycle.freshToken(at: start)?.generation == 3)
         let late = start + .seconds(95)
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
-        let adopted = lifecycle.adopt(grant(generation: 4, expiresIn: 300), now: late)
-        let (waiters, outcome) = try #require(adopted)
+        guard case .resume(let waiters, let token) = lifecycle.adopt(grant(generation: 4, expiresIn: 300), now: late)
+        else {
+            Issue.record("a newer, fresh grant of the same user is taken")
+            return
+        }
         #expect(Set(waiters) == [1, 2])
-        #expect(try outcome.get().generation == 4)
+        #expect(token.generation == 4)
         #expect(lifecycle.freshToken(at: late)?.generation == 4)
         #expect(!lifecycle.isCurrent(refresh), "the refresh it answered must not reach the server")
-        let (late2, _) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 5)), now: late)
-        #expect(late2.isEmpty)
+        #expect(isDiscarded(lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 5)), now: late)))
         #expect(lifecycle.freshToken(at: late)?.generation == 4, "its late answer is discarded")
     }
 
@@ -115,8 +129,7 @@ struct TokenLifecycleTests {
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
         #expect(Set(lifecycle.signOut()) == [1, 2])
-        let (waiters, _) = lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2)), now: late)
-        #expect(waiters.isEmpty)
+        #expect(isDiscarded(lifecycle.refreshCompleted(refresh, result: .success(grant(generation: 2)), now: late)))
         #expect(lifecycle.freshToken(at: start) == nil)
         guard case .resume(3, .failure(.signedOut)) = lifecycle.acquire(3, id: 3, now: start, isCancelled: false) else {
             Issue.record("signed out stays signed out")
@@ -126,8 +139,8 @@ struct TokenLifecycleTests {
 
     @Test func overtakenSignInIsDiscarded() {
         var lifecycle = Lifecycle(skew: .zero)
-        let (first, _) = lifecycle.beginSignIn()
-        let (second, _) = lifecycle.beginSignIn()
+        let first = lifecycle.beginSignIn().epoch
+        let second = lifecycle.beginSignIn().epoch
         #expect(lifecycle.signInCompleted(epoch: first, result: .success(grant(generation: 1))).error == .signedOut)
         #expect(lifecycle.signInCompleted(epoch: second, result: .success(grant(generation: 2))).error == nil)
         #expect(lifecycle.freshToken(at: start)?.generation == 2)
@@ -141,8 +154,9 @@ struct TokenLifecycleTests {
         #expect(lifecycle.cancelWaiter(id: 1) == 1)
         #expect(lifecycle.cancelWaiter(id: 1) == nil, "cancelled once")
         #expect(lifecycle.waiterCount == 1)
-        let (waiters, outcome) = lifecycle.refreshCompleted(
+        let completed = lifecycle.refreshCompleted(
             refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        let (waiters, outcome) = try #require(resumed(completed))
         #expect(waiters == [2])
         #expect(try outcome.get().generation == 2)
     }
@@ -152,7 +166,8 @@ struct TokenLifecycleTests {
         let late = start + .seconds(95)
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         _ = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
-        let (waiters, outcome) = lifecycle.refreshCompleted(refresh, result: .failure(.transient), now: late)
+        let completed = lifecycle.refreshCompleted(refresh, result: .failure(.transient), now: late)
+        let (waiters, outcome) = try #require(resumed(completed))
         #expect(Set(waiters) == [1, 2])
         #expect(outcome.error == .refreshFailed)
         #expect(request(lifecycle.acquire(3, id: 3, now: late, isCancelled: false)) != nil, "the next call may refresh")
@@ -164,8 +179,9 @@ struct TokenLifecycleTests {
         let late = start + .seconds(95)
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
         // Issued with a lifetime shorter than the trip: expired by the time it lands.
-        let (_, outcome) = lifecycle.refreshCompleted(
+        let completed = lifecycle.refreshCompleted(
             refresh, result: .success(grant(generation: 2, expiresIn: 90)), now: late)
+        let (_, outcome) = try #require(resumed(completed))
         #expect(outcome.error == .refreshFailed)
         let next = try #require(request(lifecycle.acquire(2, id: 2, now: late, isCancelled: false)))
         #expect(next.refreshToken == RefreshToken("r2"), "the used refresh token r1 would be a reuse")
@@ -175,7 +191,8 @@ struct TokenLifecycleTests {
         var lifecycle = signedIn()
         let late = start + .seconds(95)
         let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
-        let (_, outcome) = lifecycle.refreshCompleted(refresh, result: .failure(.invalidGrant), now: late)
+        let completed = lifecycle.refreshCompleted(refresh, result: .failure(.invalidGrant), now: late)
+        let (_, outcome) = try #require(resumed(completed))
         #expect(outcome.error == .refreshTokenRevoked)
         guard
             case .resume(2, .failure(.refreshTokenRevoked)) = lifecycle.acquire(2, id: 2, now: late, isCancelled: false)
@@ -198,6 +215,62 @@ struct TokenLifecycleTests {
         #expect(seen == seen.sorted() && Set(seen).count == seen.count)
         _ = lifecycle.acquire(9, id: 9, now: late, isCancelled: false)
         #expect(lifecycle.version == seen.last, "a read that changes nothing moves nothing")
+    }
+
+    @Test("a completion discarded by a sign-in moves neither the state nor the version")
+    func discardedCompletionChangesNothing() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(1, id: 1, now: late, isCancelled: false)))
+        let started = lifecycle.beginSignIn()
+        #expect(started.orphans == [1])
+        let before = lifecycle.observed
+        #expect(before.state == .signedOut)
+        #expect(isDiscarded(lifecycle.refreshCompleted(refresh, result: .failure(.invalidGrant), now: late)))
+        #expect(lifecycle.observed == before, "not revoked by a refresh of the ended session")
+        #expect(lifecycle.isCurrentSignIn(epoch: started.epoch))
+    }
+
+    @Test("an announced grant with no refresh in flight resumes no one; a refused one moves nothing")
+    func adoptWithoutRefresh() {
+        var lifecycle = signedIn(3)
+        let before = lifecycle.observed
+        guard case .refused = lifecycle.adopt(grant(generation: 3, expiresIn: 300), now: start) else {
+            Issue.record("the same generation is refused")
+            return
+        }
+        #expect(lifecycle.observed == before)
+        guard case .resume(let waiters, let token) = lifecycle.adopt(grant(generation: 4, expiresIn: 300), now: start)
+        else {
+            Issue.record("a newer grant is taken")
+            return
+        }
+        #expect(waiters.isEmpty)
+        #expect(token.generation == 4)
+        #expect(lifecycle.observed.state == .signedIn(generation: 4))
+        #expect(lifecycle.observed.version > before.version)
+    }
+
+    @Test("parking and cancelling waiters leave the refresh in flight and the session as observers saw it")
+    func waiterChangesLeaveTheRefreshInFlight() throws {
+        var lifecycle = signedIn()
+        let late = start + .seconds(95)
+        let refresh = try #require(request(lifecycle.acquire(0, id: 0, now: late, isCancelled: false)))
+        let refreshing = lifecycle.observed
+        #expect(refreshing.state == .refreshing(generation: 1))
+        for id in 1...1_000 { _ = lifecycle.acquire(id, id: UInt64(id), now: late, isCancelled: false) }
+        let odd = Array(stride(from: 1, through: 1_000, by: 2))
+        let cancelled = odd.compactMap { lifecycle.cancelWaiter(id: UInt64($0)) }
+        #expect(cancelled == odd)
+        #expect(lifecycle.waiterCount == 501)
+        #expect(lifecycle.observed == refreshing, "waiters coming and going are no change observers see")
+        #expect(lifecycle.isCurrent(refresh))
+        let completed = lifecycle.refreshCompleted(
+            refresh, result: .success(grant(generation: 2, expiresIn: 200)), now: late)
+        let (waiters, _) = try #require(resumed(completed))
+        #expect(Set(waiters) == Set(0...1_000).subtracting(odd))
+        #expect(lifecycle.cancelWaiter(id: 2) == nil, "no refresh in flight: nothing to cancel")
+        #expect(lifecycle.observed.state == .signedIn(generation: 2))
     }
 }
 
