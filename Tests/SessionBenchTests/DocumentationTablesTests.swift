@@ -11,22 +11,15 @@ struct DocumentationTablesTests {
     static let regenerate = ProcessInfo.processInfo.environment["SESSION_BENCH_REGENERATE_DOCS"] == "1"
     static let howToRegenerate = "SESSION_BENCH_REGENERATE_DOCS=1 swift test --filter DocumentationTables"
 
-    /// The page that holds each generated block, relative to the package root.
-    static let pages = [
-        "scenarios": "docs/scenarios.md",
-        "invariants": "docs/invariants.md",
-        "csv-header": "docs/csv.md",
-        "csv-columns": "docs/csv.md",
-    ]
-
     @Test(
         "each generated table in docs/ matches the catalog it is generated from",
         arguments: DocumentationTables.all.map { $0.name })
     func generatedTable(name: String) throws {
-        let page = try #require(Self.pages[name], "no page holds the generated block '\(name)'")
+        let block = try #require(DocumentationTables.all.first { $0.name == name })
+        let page = block.page
         let url = Self.root.appendingPathComponent(page)
         var text = try String(contentsOf: url, encoding: .utf8)
-        let render = try #require(DocumentationTables.all.first { $0.name == name }?.text)
+        let render = block.text
         let expected = render() + "\n"
         let range = try #require(
             Self.generatedRange(name, in: text),

@@ -2,20 +2,21 @@
 /// headline operation's p50 and p99, the steady scenarios' throughput, allocations per call
 /// and refreshes per expiry.
 public struct BenchmarkMetric: Sendable, Hashable, Codable {
-    public enum Better: String, Sendable, Hashable, Codable {
-        case smaller, bigger
-    }
+    public typealias Better = Metric.Better
 
     /// `read p50`, `calls/s`, `allocs/op`, `refreshes/expiry`.
     public var name: String
     /// `ns`, `calls/s`, `allocs/op`, `refreshes/expiry`.
     public var unit: String
     public var better: Better
+    /// Bencher's measure slug: `latency`, `throughput`, `allocations-per-op`.
+    public var bencherMeasure: String
 
-    public init(name: String, unit: String, better: Better) {
+    public init(name: String, unit: String, better: Better, bencherMeasure: String) {
         self.name = name
         self.unit = unit
         self.better = better
+        self.bencherMeasure = bencherMeasure
     }
 }
 
@@ -37,26 +38,19 @@ public struct BenchmarkKey: Sendable, Hashable, Codable {
 }
 
 extension ScenarioResult {
-    /// The figures this run gives each metric; a metric the run did not measure is absent,
-    /// never zero.
+    /// The figures this run gives each metric that baselines and exports carry (``Metric/all``'s
+    /// entries with a `benchmark`); a metric the run did not measure is absent, never zero.
     public var benchmarkFigures: [(metric: BenchmarkMetric, value: Double)] {
-        var figures: [(BenchmarkMetric, Double)] = []
-        if let latency = headlineLatency, latency.count > 0 {
-            let operation = latency.kind.rawValue
-            figures.append((BenchmarkMetric(name: "\(operation) p50", unit: "ns", better: .smaller), Double(latency.p50)))
-            figures.append((BenchmarkMetric(name: "\(operation) p99", unit: "ns", better: .smaller), Double(latency.p99)))
+        Metric.all.compactMap { metric in
+            guard let benchmark = metric.benchmark, let label = benchmark.label(self),
+                let value = metric.value(in: self, operation: nil)
+            else { return nil }
+            return (
+                BenchmarkMetric(
+                    name: label, unit: metric.unit, better: metric.better, bencherMeasure: benchmark.bencherMeasure),
+                value
+            )
         }
-        if kind == .steadyReads, operations > 0, seconds > 0 {
-            figures.append((BenchmarkMetric(name: "calls/s", unit: "calls/s", better: .bigger), throughput))
-        }
-        if let allocations = allocationsPerOperation {
-            figures.append((BenchmarkMetric(name: "allocs/op", unit: "allocs/op", better: .smaller), allocations))
-        }
-        if let refreshes = refreshesPerExpiry {
-            figures.append(
-                (BenchmarkMetric(name: "refreshes/expiry", unit: "refreshes/expiry", better: .smaller), refreshes))
-        }
-        return figures
     }
 }
 

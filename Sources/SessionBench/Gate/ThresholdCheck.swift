@@ -127,7 +127,7 @@ public struct ThresholdCheck: Sendable {
     }
 
     func describe(_ limit: Thresholds.Limit, store: String, scenario: String) -> String {
-        "\(store) × \(scenario): \(limit.metric.rawValue)" + (limit.operation.map { " (\($0.rawValue))" } ?? "")
+        "\(store) × \(scenario): \(limit.metric.name)" + (limit.operation.map { " (\($0.rawValue))" } ?? "")
     }
 
     func boundText(_ limit: Thresholds.Limit) -> String {

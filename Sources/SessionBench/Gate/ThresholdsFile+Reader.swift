@@ -101,10 +101,10 @@ extension Thresholds {
                 at: key)
             guard let metricName = object["metric"] else { throw fail("\(key).metric", "is missing") }
             let metricText = try string(metricName, at: "\(key).metric")
-            guard let metric = Metric(rawValue: metricText) else {
+            guard let metric = Metric.named(metricText) else {
                 throw fail(
                     "\(key).metric",
-                    "unknown metric '\(Printable.name(metricText))'; known: \(Metric.allCases.map(\.rawValue).joined(separator: ", "))"
+                    "unknown metric '\(Printable.name(metricText))'; known: \(Metric.all.map(\.name).joined(separator: ", "))"
                 )
             }
             let store =
@@ -143,13 +143,13 @@ extension Thresholds {
                 guard metric.isCount else {
                     throw fail(
                         "\(key).\(boundKey)",
-                        "'\(metric.rawValue)' is a timing; gate it with max_ratio or min_ratio against a figure from the same run"
+                        "'\(metric.name)' is a timing; gate it with max_ratio or min_ratio against a figure from the same run"
                     )
                 }
                 guard object["of"] == nil else { throw fail("\(key).of", "only ratios take 'of'") }
                 guard boundKey == "min" || limit >= 0 else {
                     throw fail(
-                        "\(key).max", "must be 0 or more: '\(metric.rawValue)' is never negative, so no run could pass")
+                        "\(key).max", "must be 0 or more: '\(metric.name)' is never negative, so no run could pass")
                 }
                 bound = boundKey == "max" ? .max(limit) : .min(limit)
             default:

@@ -61,7 +61,7 @@ extension Thresholds {
         }
         let limitLines = limits.map { limit -> String in
             var parts = [
-                "\"metric\": \(quoted(limit.metric.rawValue))", "\"store\": \(quoted(limit.store))",
+                "\"metric\": \(quoted(limit.metric.name))", "\"store\": \(quoted(limit.store))",
                 "\"scenario\": \(quoted(limit.scenario))",
             ]
             if let operation = limit.operation { parts.append("\"operation\": \(quoted(operation.rawValue))") }

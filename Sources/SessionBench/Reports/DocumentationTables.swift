@@ -1,16 +1,19 @@
 import Foundation
 
 /// The tables of the documentation that are generated from the code's catalogs, so that the docs
-/// say what the tool does: the scenarios (`ScenarioCatalog.presets`), the invariants (`Invariant`)
-/// and the CSV's columns (`ResultsReport.csvTable`). Each is a Markdown block that docs/ holds
+/// say what the tool does: the scenarios (`ScenarioCatalog.presets`), the invariants (`Invariant`),
+/// the CSV's columns (`ResultsReport.csvTable`) and the figures the gate, baselines and exports take
+/// (`Metric.all`). Each is a Markdown block that docs/ holds
 /// between `<!-- generated: NAME -->` and `<!-- end generated -->`; a test compares the two.
 public enum DocumentationTables {
-    /// Every generated block: the name its markers use, and its text.
-    public static let all: [(name: String, text: @Sendable () -> String)] = [
-        ("scenarios", scenarios),
-        ("invariants", invariants),
-        ("csv-header", csvHeader),
-        ("csv-columns", csvColumns),
+    /// Every generated block: the name its markers use, the page that holds it (relative to the
+    /// package root), and its text.
+    public static let all: [(name: String, page: String, text: @Sendable () -> String)] = [
+        ("scenarios", "docs/scenarios.md", scenarios),
+        ("invariants", "docs/invariants.md", invariants),
+        ("csv-header", "docs/csv.md", csvHeader),
+        ("csv-columns", "docs/csv.md", csvColumns),
+        ("metrics", "docs/gate.md", metrics),
     ]
 
     /// Every named scenario and what happens in it (docs/scenarios.md).
@@ -35,6 +38,24 @@ public enum DocumentationTables {
     /// Every CSV column, in order, and what it holds (docs/csv.md).
     public static func csvColumns() -> String {
         table(header: ["column", "meaning"], rows: ResultsReport.csvTable.map { ["`\($0.name)`", $0.meaning] })
+    }
+
+    /// Every metric a thresholds file may name: its unit, how it may be bounded, which way is better,
+    /// and what baselines and exports call it (docs/gate.md).
+    public static func metrics() -> String {
+        table(
+            header: ["metric", "unit", "limits", "better", "baselines and exports", "meaning"],
+            rows: Metric.all.map { metric in
+                let limits =
+                    switch metric.nature {
+                    case .count: "`max`, `min`, ratios"
+                    case .allocationCount: "`max`, `min`, ratios (same counter only)"
+                    case .rate: "ratios only"
+                    case .latency: "ratios only (also `harness_overhead_ns`)"
+                    }
+                let benchmarked = metric.benchmark.map { "yes (`\($0.bencherMeasure)` in Bencher)" } ?? "—"
+                return ["`\(metric.name)`", metric.unit, limits, metric.better.rawValue, benchmarked, metric.meaning]
+            })
     }
 
     /// A Markdown table, one line per row; a `|` inside a cell is escaped.

@@ -19,8 +19,6 @@ extension ResultsReport {
         func persisted(_ figure: (PersistenceFigures) -> Int) -> String {
             result.persistence.map { "\(figure($0))" } ?? ""
         }
-        /// The async loop's figure, empty on a sync-read row.
-        func async(_ value: Double?, _ decimals: Int) -> String { sync == nil ? optional(value, decimals) : "" }
     }
 
     /// One column: its name, what it holds (one Markdown line: docs/csv.md's column table is generated
@@ -35,11 +33,25 @@ extension ResultsReport {
             self.meaning = meaning
             self.value = value
         }
+
+        /// A metric's column: its name, meaning and figure for the row's operation (``Metric``).
+        init(_ metric: Metric) {
+            self.init(metric.name, metric.meaning) { row in
+                ResultsReport.optional(
+                    metric.figure(MetricSource(result: row.result, operation: row.latency?.kind)), metric.decimals)
+            }
+        }
     }
 
-    /// Every column, in order. A column is added here, and nowhere else in the code; its meaning is
-    /// written beside it, so the documentation cannot leave one out.
-    static let csvTable: [CSVColumn] = [
+    /// Every column, in order: those placed below, then any ``Metric`` not placed (a new metric's column
+    /// comes with its entry). A column is added here or in `Metric.all`, and nowhere else in the code;
+    /// its meaning is written beside it, so the documentation cannot leave one out.
+    static let csvTable: [CSVColumn] = {
+        let placed = Set(placedColumns.map(\.name))
+        return placedColumns + Metric.all.filter { !placed.contains($0.name) }.map(CSVColumn.init)
+    }()
+
+    private static let placedColumns: [CSVColumn] = [
         CSVColumn(
             "schema_version",
             "`\(csvSchemaVersion)`; bumped whenever a column is added, removed, renamed or changes meaning",
@@ -100,45 +112,20 @@ extension ResultsReport {
             "seconds",
             "wall seconds of the measured phase (steady: from the first caller's start to the last one's stop)",
             value: { number($0.sync?.seconds ?? $0.result.seconds, 6) }),
-        CSVColumn(
-            "throughput_ops_per_s", "`operations / seconds`",
-            value: { number($0.sync?.throughput ?? $0.result.throughput, 1) }),
+        CSVColumn(.throughput),
         CSVColumn("samples", "latency samples of this operation kind") { $0.latency(\.count) },
-        CSVColumn(
-            "p50_ns", "latency of this operation kind in nanoseconds (HdrHistogram, 3 significant digits): the median",
-            value: { $0.latency(\.p50) }),
-        CSVColumn("p90_ns", "latency of this operation kind in nanoseconds: the 90th percentile") { $0.latency(\.p90) },
-        CSVColumn("p99_ns", "latency of this operation kind in nanoseconds: the 99th percentile") { $0.latency(\.p99) },
-        CSVColumn(
-            "p999_ns", "latency of this operation kind in nanoseconds: the 99.9th percentile",
-            value: { $0.latency(\.p999) }),
-        CSVColumn("max_ns", "latency of this operation kind in nanoseconds: the largest") { $0.latency(\.max) },
-        CSVColumn(
-            "mean_ns", "latency of this operation kind in nanoseconds: the mean",
-            value: { optional($0.latency?.mean, 1) }),
-        CSVColumn("refresh_calls", "refresh calls the server received") { "\($0.result.refreshCalls)" },
+        CSVColumn(.p50),
+        CSVColumn(.p90),
+        CSVColumn(.p99),
+        CSVColumn(.p999),
+        CSVColumn(.max),
+        CSVColumn(.mean),
+        CSVColumn(.refreshCalls),
         CSVColumn("storms", "storms run (rounds × accounts); 0 for steady scenarios") { "\($0.result.storms)" },
-        CSVColumn(
-            "refreshes_per_expiry", "refresh calls made by storms ÷ storms: `1.000` for a single-flight store",
-            value: { optional($0.result.refreshesPerExpiry, 3) }),
-        CSVColumn(
-            "waiters_per_refresh", "storm callers ÷ storm refresh calls (the coalescing factor)",
-            value: { optional($0.result.waitersPerRefresh, 2) }),
-        // The counts are the async loop's: a sync-read row leaves them empty.
-        CSVColumn(
-            "allocs_per_op",
-            """
-            heap allocations per call of the async loop (steady scenarios; empty on `sync-read` rows and where not \
-            counted)
-            """,
-            value: { $0.async($0.result.allocationsPerOperation, 4) }),
-        CSVColumn(
-            "alloc_bytes_per_op",
-            """
-            heap bytes per call of the async loop, where `allocs_per_op` has a figure; bytes as \
-            `allocation_counter` measures them: requested bytes (`interposer`) or size-class bytes (`jemalloc`)
-            """,
-            value: { $0.async($0.result.allocatedBytesPerOperation, 2) }),
+        CSVColumn(.refreshesPerExpiry),
+        CSVColumn(.waitersPerRefresh),
+        CSVColumn(.allocsPerOp),
+        CSVColumn(.allocBytesPerOp),
         CSVColumn(
             "cpu_seconds", "CPU time of the measuring process during the run",
             value: { number($0.result.cpuSeconds, 4) }),
@@ -161,10 +148,7 @@ extension ResultsReport {
             write (the harness's ceiling)
             """,
             value: { optional($0.result.emptyStoreThroughput, 1) }),
-        CSVColumn(
-            "store_bytes_per_waiter",
-            "`scale-storm`: live heap bytes per parked caller that the store holds, beyond the caller's own cost",
-            value: { optional($0.result.storeBytesPerWaiter, 1) }),
+        CSVColumn(.storeBytesPerWaiter),
         CSVColumn(
             "caller_bytes_per_waiter",
             """
@@ -221,13 +205,7 @@ extension ResultsReport {
             report's notes say why)
             """,
             value: { $0.result.allocationCounter?.rawValue ?? "" }),
-        CSVColumn(
-            "store_allocs_per_waiter",
-            """
-            `scale-storm`: heap allocations per waiting caller made by the store (its waiter record, continuation, \
-            share of the one refresh), beyond the caller's own
-            """,
-            value: { optional($0.result.storeAllocationsPerWaiter, 3) }),
+        CSVColumn(.storeAllocsPerWaiter),
         CSVColumn(
             "caller_allocs_per_waiter",
             """

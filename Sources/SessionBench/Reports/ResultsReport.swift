@@ -57,7 +57,7 @@ public struct RunMetadata: Sendable, Codable {
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
     /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 9
+    public static let csvSchemaVersion = 10
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata

@@ -18,24 +18,12 @@ extension ResultsReport {
                     figure["lower_value"] = values.min()!
                     figure["upper_value"] = values.max()!
                 }
-                measures[Self.bencherMeasure(metric)] = figure
+                measures[metric.bencherMeasure] = figure
             }
             if !measures.isEmpty { benchmarks[group.key.path] = measures }
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(benchmarks), as: UTF8.self) + "\n"
-    }
-
-    /// The measure's slug.
-    static func bencherMeasure(_ metric: BenchmarkMetric) -> String {
-        switch metric.name {
-        case let name where name.hasSuffix(" p50"): "latency"
-        case let name where name.hasSuffix(" p99"): "latency-p99"
-        case "calls/s": "throughput"
-        case "allocs/op": "allocations-per-op"
-        case "refreshes/expiry": "refreshes-per-expiry"
-        default: metric.name.lowercased().map { $0.isLetter || $0.isNumber ? String($0) : "-" }.joined()
-        }
     }
 }
