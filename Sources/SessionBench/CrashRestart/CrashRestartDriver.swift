@@ -12,11 +12,8 @@ import TokenServer
 /// the processes. What each process's callers were handed is reported line by line as it
 /// happens, so the driver knows it even when the process dies. The checks
 /// (`CrashRestartDriver+Checks`) read only that, the ledger and the storage's files.
-struct CrashRestartDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
+struct CrashRestartDriver: ContextDriver {
+    let context: DriverContext
     let launcher: any SessionProcessLauncher
     let backend: StorageBackend
 

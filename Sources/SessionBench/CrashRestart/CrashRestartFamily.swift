@@ -19,10 +19,7 @@ enum CrashRestartFamily: ScenarioFamily {
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         await SessionProcesses.run(context, outcome: outcome) { launcher, backend, outcome in
-            await CrashRestartDriver(
-                runner: context.runner, descriptor: context.descriptor, scenario: context.scenario,
-                oracle: context.oracle, launcher: launcher, backend: backend
-            ).run(outcome: &outcome)
+            await CrashRestartDriver(context: context, launcher: launcher, backend: backend).run(outcome: &outcome)
         }
     }
 }

@@ -12,6 +12,20 @@ struct DriverContext {
     let counter: AllocationCounter?
 }
 
+/// A family's driver: it holds its run's ``DriverContext`` and reads the runner, the store, the
+/// scenario, the oracle and the watch through it, so no driver keeps copies of its own.
+protocol ContextDriver {
+    var context: DriverContext { get }
+}
+
+extension ContextDriver {
+    var runner: ScenarioRunner { context.runner }
+    var descriptor: StoreDescriptor { context.descriptor }
+    var scenario: Scenario { context.scenario }
+    var oracle: Oracle { context.oracle }
+    var watch: StarvationWatch { context.watch }
+}
+
 /// One family of scenarios, in a folder of its own: the kinds it runs, what its runs judge, how
 /// reports describe it, and its driver.
 ///

@@ -17,11 +17,8 @@ import TokenServer
 /// subscriber left out). Over each subscriber's whole sequence: nothing of a session after the
 /// `signedOut` that ended it, nothing of a refresh that a sign-out discarded, and sessions and
 /// generations never going back.
-struct SessionStatesDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
+struct SessionStatesDriver: ContextDriver {
+    let context: DriverContext
 
     /// How long a subscriber may take to see a change before it counts as never seeing it.
     static let deadline = Duration.seconds(2)
@@ -81,8 +78,8 @@ struct SessionStatesDriver {
         }
         let calls = CallLog(users: StatesRun.users, clock: .manual(time), server: server)
         var run = StatesRun(
-            observers: logs.count, timedObservers: observers, lag: lag, oracle: oracle, runner: runner, time: time, server: server, store: store,
-            logs: logs, lifetime: scenario.tokenLifetime, calls: calls)
+            context: context, observers: logs.count, timedObservers: observers, lag: lag, time: time, server: server,
+            store: store, logs: logs, lifetime: scenario.tokenLifetime, calls: calls)
         for round in 0..<scenario.rounds {
             guard await run.play(round: round, last: round == scenario.rounds - 1, outcome: &outcome) else {
                 return nil
@@ -99,13 +96,12 @@ struct SessionStatesDriver {
 }
 
 /// One phase of `session-states`: the events, and the checks on what subscribers saw.
-struct StatesRun {
+struct StatesRun: ContextDriver {
+    let context: DriverContext
     let observers: Int
     /// The subscribers whose lag is timed: the first ones (a slow subscriber comes after them).
     let timedObservers: Int
     let lag: OperationKind
-    let oracle: Oracle
-    let runner: ScenarioRunner
     let time: ManualTime
     let server: TokenServer
     let store: any ObservableSessionStore

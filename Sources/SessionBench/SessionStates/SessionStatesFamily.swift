@@ -18,9 +18,7 @@ enum SessionStatesFamily: ScenarioFamily {
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         var outcome = outcome
-        await SessionStatesDriver(
-            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle
-        ).run(outcome: &outcome)
+        await SessionStatesDriver(context: context).run(outcome: &outcome)
         return outcome.finished()
     }
 }

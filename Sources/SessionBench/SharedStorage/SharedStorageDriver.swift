@@ -19,11 +19,8 @@ import TokenServer
 /// token may be presented twice, and the storage must hold the newest token any caller has.
 /// Last, one instance signs out and the others report 401s: the shared session is over, so
 /// they must get `signedOut`, present nothing to the server, and leave the storage empty.
-struct SharedStorageDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
+struct SharedStorageDriver: ContextDriver {
+    let context: DriverContext
     let launcher: any SessionProcessLauncher
     let backend: StorageBackend
 

@@ -25,10 +25,7 @@ enum SharedStorageFamily: ScenarioFamily {
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         await SessionProcesses.run(context, outcome: outcome) { launcher, backend, outcome in
-            await SharedStorageDriver(
-                runner: context.runner, descriptor: context.descriptor, scenario: context.scenario,
-                oracle: context.oracle, launcher: launcher, backend: backend
-            ).run(outcome: &outcome)
+            await SharedStorageDriver(context: context, launcher: launcher, backend: backend).run(outcome: &outcome)
         }
     }
 }

@@ -187,7 +187,7 @@ extension SteadyDriver {
         await line.arriveAndWait()
         var deadline = start + duration + runner.hangTimeout
         func expectBack() {
-            watch?.expectBack(by: deadline) {
+            watch.expectBack(by: deadline) {
                 Starvation(
                     phase: "steady reads", stuckCallers: tasks - latch.finishedCount, ofCallers: tasks,
                     operation: .read,
@@ -200,12 +200,12 @@ extension SteadyDriver {
         // The run ends `duration` after the last caller began (see ``Pacing``), and on a loaded
         // machine the last one begins late: the wait for the results counts from then.
         if await latch.waitForEntry(until: start + runner.hangTimeout) {
-            watch?.back()
+            watch.back()
             deadline = max(deadline, ContinuousClock.now + duration + runner.hangTimeout)
             expectBack()
         }
         var reports = await latch.wait(until: deadline)
-        watch?.back()
+        watch.back()
         if reports == nil, latch.finishedCount == tasks { reports = latch.partialResults }
         // The measured phase: from the workers' common start to the last one's stop.
         var seconds = (ContinuousClock.now - start).secondsValue

@@ -19,12 +19,8 @@ import TokenServer
 /// costs: its allocations are taken out of the store's, its throughput is the ceiling), a bare
 /// loop over the store with no timing and no checks (what the store does when nobody
 /// watches), then the measured loop over the store.
-struct SteadyDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
-    let watch: StarvationWatch?
+struct SteadyDriver: ContextDriver {
+    let context: DriverContext
 
     /// Calls per batch in the closed loop; one of them is timed on its own.
     static let batch = 64

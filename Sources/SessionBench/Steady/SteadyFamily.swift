@@ -12,10 +12,6 @@ enum SteadyFamily: ScenarioFamily {
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.read, .rejection] }
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
-        await SteadyDriver(
-            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle,
-            watch: context.watch
-        )
-        .run(counter: context.counter, outcome: outcome).finished()
+        await SteadyDriver(context: context).run(counter: context.counter, outcome: outcome).finished()
     }
 }

@@ -22,11 +22,8 @@ import TokenServer
 /// fresh (the next round's). The waiters of a prompt open when its session ends must get
 /// `signedOut`, the late approval must buy nothing, no elevated token may outlive its session,
 /// and no server call may be made for an ended session afterwards.
-struct StepUpDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
+struct StepUpDriver: ContextDriver {
+    let context: DriverContext
 
     /// API objects made before sign-in and kept throughout.
     static let keptClients = 4
@@ -49,7 +46,7 @@ struct StepUpDriver {
         }
         let calls = CallLog(users: StepUpSession.users, clock: .manual(time), server: server)
         var session = StepUpSession(
-            runner: runner, scenario: scenario, oracle: oracle, time: time, server: server, user: user, store: store,
+            context: context, time: time, server: server, user: user, store: store,
             stepUpLifetime: stepUpLifetime, calls: calls)
         let started = ContinuousClock.now
         await session.play(outcome: &outcome)
@@ -65,10 +62,8 @@ struct StepUpDriver {
 }
 
 /// One run of `step-up`: the driver's state and its checks.
-struct StepUpSession {
-    let runner: ScenarioRunner
-    let scenario: Scenario
-    let oracle: Oracle
+struct StepUpSession: ContextDriver {
+    let context: DriverContext
     let time: ManualTime
     let server: TokenServer
     let user: SimulatedUser
@@ -91,13 +86,12 @@ struct StepUpSession {
     var ended: [(family: UInt64, at: Int64, round: Int)] = []
 
     init(
-        runner: ScenarioRunner, scenario: Scenario, oracle: Oracle, time: ManualTime, server: TokenServer,
-        user: SimulatedUser, store: any StepUpSessionStore, stepUpLifetime: Duration, calls: CallLog
+        context: DriverContext, time: ManualTime, server: TokenServer, user: SimulatedUser,
+        store: any StepUpSessionStore, stepUpLifetime: Duration, calls: CallLog
     ) {
         self.calls = calls
-        self.runner = runner
-        self.scenario = scenario
-        self.oracle = oracle
+        self.context = context
+        let scenario = context.scenario
         self.time = time
         self.server = server
         self.user = user

@@ -19,9 +19,7 @@ enum StepUpFamily: ScenarioFamily {
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         var outcome = outcome
-        await StepUpDriver(
-            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle
-        ).run(outcome: &outcome)
+        await StepUpDriver(context: context).run(outcome: &outcome)
         return outcome.finished()
     }
 }

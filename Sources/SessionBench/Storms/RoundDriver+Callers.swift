@@ -83,7 +83,7 @@ extension RoundDriver {
         let deadline = ContinuousClock.now + runner.hangTimeout
         expectBack(by: deadline, wave, phase: "\(wave.phase): start")
         let entered = await wave.latch.waitForEntry(until: deadline)
-        watch?.back()
+        watch.back()
         // The last caller coming in at the deadline itself is not a hang.
         guard entered || wave.latch.enteredCount == wave.count else {
             server.gate.release()
@@ -142,7 +142,7 @@ extension RoundDriver {
     /// Sleeps for `duration`, with the watchdog told when to expect the coordinator back.
     mutating func pause(_ duration: Duration) async {
         let phase = server.ledger.entries.last?.context ?? ""
-        watch?.expectBack(by: .now + duration) {
+        watch.expectBack(by: .now + duration) {
             Starvation(
                 phase: phase, stuckCallers: 0, ofCallers: 0, operation: .refreshWait,
                 detail:
@@ -150,7 +150,7 @@ extension RoundDriver {
             )
         }
         try? await Task.sleep(for: duration)
-        watch?.back()
+        watch.back()
     }
 
     /// Collects every caller of `waves` (releasing nothing), or records a hang.
@@ -160,7 +160,7 @@ extension RoundDriver {
         for wave in waves where wave.count > 0 {
             expectBack(by: deadline, wave, phase: phase)
             let results = await wave.latch.wait(until: deadline)
-            watch?.back()
+            watch.back()
             if let results {
                 calls += results
                 continue
@@ -182,7 +182,6 @@ extension RoundDriver {
 
     /// Tells the watchdog when the coordinator expects to be back from waiting on `wave`.
     func expectBack(by deadline: ContinuousClock.Instant, _ wave: Wave, phase: String) {
-        guard let watch = watch else { return }
         let latch = wave.latch
         let kind = wave.kind
         let server = self.server

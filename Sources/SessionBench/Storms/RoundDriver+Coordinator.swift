@@ -165,17 +165,15 @@ extension RoundDriver {
             latch.finish(await body())
         }
         let deadline = ContinuousClock.now + runner.hangTimeout
-        if let watch = watch {
-            let server = self.server
-            watch.expectBack(by: deadline) {
-                Starvation(
-                    phase: phase, stuckCallers: 1, ofCallers: 1, operation: operation,
-                    detail: "the harness could not run: every thread of the cooperative pool is blocked; "
-                        + Self.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
-            }
+        let server = self.server
+        watch.expectBack(by: deadline) {
+            Starvation(
+                phase: phase, stuckCallers: 1, ofCallers: 1, operation: operation,
+                detail: "the harness could not run: every thread of the cooperative pool is blocked; "
+                    + Self.refreshStatus(server: server, since: max(0, server.ledger.entries.count - 8)))
         }
         let value = await latch.wait(until: deadline)?.first ?? latch.partialResults.first
-        watch?.back()
+        watch.back()
         guard let value else {
             outcome.hang = .init(
                 stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.secondsValue,

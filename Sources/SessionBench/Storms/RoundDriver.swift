@@ -7,12 +7,8 @@ import TokenServer
 /// caller got. Time is a ``ManualTime``, so an expiry hits every caller at once and the
 /// schedule is the same for every store. Faults and cancellations follow a seeded schedule
 /// in which every fault class the scenario is about occurs in every run.
-struct RoundDriver {
-    let runner: ScenarioRunner
-    let descriptor: StoreDescriptor
-    let scenario: Scenario
-    let oracle: Oracle
-    let watch: StarvationWatch?
+struct RoundDriver: ContextDriver {
+    let context: DriverContext
 
     let time = ManualTime()
     let server: TokenServer
@@ -44,17 +40,10 @@ struct RoundDriver {
     /// memory per waiter.
     var memory: AllocationCounter?
 
-    init(
-        runner: ScenarioRunner, descriptor: StoreDescriptor, scenario: Scenario, oracle: Oracle,
-        watch: StarvationWatch?,
-        outcome: DriverOutcome
-    ) {
+    init(_ context: DriverContext, outcome: DriverOutcome) {
         self.outcome = outcome
-        self.runner = runner
-        self.descriptor = descriptor
-        self.scenario = scenario
-        self.oracle = oracle
-        self.watch = watch
+        self.context = context
+        let (runner, descriptor, scenario) = (context.runner, context.descriptor, context.scenario)
         var random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         // Flaky rounds script their faults, so none is left to chance; other scenarios keep
         // the server's random faults, if any were asked for.

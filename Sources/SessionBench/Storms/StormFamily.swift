@@ -31,9 +31,7 @@ enum StormFamily: ScenarioFamily {
         "counted in steady scenarios (per call) and in the scale storm (per waiting caller): in smaller storms the coordinator's own allocations while the crowd settles vary by more than a store's per-waiter cost"
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
-        var driver = RoundDriver(
-            runner: context.runner, descriptor: context.descriptor, scenario: context.scenario, oracle: context.oracle,
-            watch: context.watch, outcome: outcome)
+        var driver = RoundDriver(context, outcome: outcome)
         var result = await driver.run(memory: context.counter).finished()
         if result.allocationNote == nil, result.storeAllocationsPerWaiter == nil {
             result.allocationNote = allocationNote
