@@ -19,6 +19,36 @@ struct ReferenceResultsTests {
         }
     }
 
+    @Test("every row of every CSV, and every JSON report, in results/ is at the schema the tool writes today")
+    func oneSchema() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.results.path)
+        let schema = "\(ResultsReport.csvSchemaVersion)"
+        for file in names.filter({ $0.hasSuffix(".csv") }) {
+            let text = try String(contentsOf: Self.results.appendingPathComponent(file), encoding: .utf8)
+            let rows = text.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+            #expect(!rows.isEmpty, "\(file) has no rows")
+            for row in rows {
+                #expect(row.hasPrefix(schema + ","), "\(file) holds a row of another schema; rerun results/reproduce")
+            }
+        }
+        for file in names.filter({ $0.hasSuffix(".json") }) {
+            let data = try Data(contentsOf: Self.results.appendingPathComponent(file))
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(file)")
+            #expect(
+                object["schemaVersion"] as? Int == ResultsReport.csvSchemaVersion,
+                "\(file) was written at schema \(object["schemaVersion"] ?? "none"); rerun results/reproduce")
+        }
+    }
+
+    @Test("FINDINGS.md was written from the same run as the results and the machine file")
+    func findingsFromTheSameRun() throws {
+        let machine = try String(contentsOf: Self.results.appendingPathComponent("machine.md"), encoding: .utf8)
+        let commit = try #require(
+            machine.components(separatedBy: "\n").first { $0.hasPrefix("- commit: ") }?.dropFirst("- commit: ".count))
+        let findings = try String(contentsOf: Self.results.appendingPathComponent("FINDINGS.md"), encoding: .utf8)
+        #expect(findings.contains("commit \(commit)"), "FINDINGS.md is from another run; rerun results/findings")
+    }
+
     @Test("the charts made from them are checked in, with the machine they came from")
     func chartsAndMachine() throws {
         let charts = try FileManager.default.contentsOfDirectory(atPath: Self.results.appendingPathComponent("charts").path)
