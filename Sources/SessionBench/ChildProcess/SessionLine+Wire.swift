@@ -2,7 +2,7 @@ import Foundation
 import SessionContract
 import SessionStorage
 
-/// How a ``SessionLine`` travels: one JSON object per line.
+/// How a ``SessionLine`` travels: a ``ProcessLine``, one JSON object per line.
 extension SessionLine {
     private struct Wire: Codable {
         var type: String
@@ -53,16 +53,13 @@ extension SessionLine {
         case .failure(let id, let error):
             wire = Wire(type: "failure", id: id, number: Int64(Self.endpointErrors.firstIndex(of: error) ?? 0))
         }
-        let data = (try? JSONEncoder().encode(wire)) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return ProcessLine.encode(wire)
     }
 
     /// The message a line holds, or `nil` for anything else (a stray line from a store's own
     /// `print`, which the driver ignores).
     init?(line: String) {
-        guard line.hasPrefix("{"), let wire = try? JSONDecoder().decode(Wire.self, from: Data(line.utf8)) else {
-            return nil
-        }
+        guard let wire = ProcessLine.decode(line, as: Wire.self) else { return nil }
         func sessionError() -> SessionError? { Self.sessionErrors.first { $0.description == wire.text } }
         switch wire.type {
         case "sign-in":

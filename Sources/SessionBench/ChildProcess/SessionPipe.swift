@@ -28,16 +28,8 @@ final class SessionPipe: Sendable {
     }
 
     private let state = Mutex(State())
-    private let writing = Mutex(())
-    private let output: Int32
-
-    /// Takes the process's standard output for the protocol and points descriptor 1 at standard
-    /// error, so whatever the store prints can never split or swallow a line of the protocol.
-    init() {
-        output = dup(1)
-        _ = fcntl(output, F_SETFD, FD_CLOEXEC)
-        dup2(2, 1)
-    }
+    /// Standard output, taken for the protocol (a store's own output goes to standard error).
+    private let output = LineOutput()
 
     /// Starts reading standard input.
     func start() {
@@ -52,23 +44,7 @@ final class SessionPipe: Sendable {
         thread.start()
     }
 
-    func send(_ line: SessionLine) {
-        let text = line.encoded + "\n"
-        writing.withLock(visibleTo: self) { _ in
-            text.utf8CString.withUnsafeBufferPointer { buffer in
-                var offset = 0
-                let count = buffer.count - 1
-                while offset < count {
-                    let written = buffer.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: count) {
-                        write(output, $0 + offset, count - offset)
-                    }
-                    if written < 0, errno == EINTR { continue }
-                    if written <= 0 { break }
-                    offset += written
-                }
-            }
-        }
-    }
+    func send(_ line: SessionLine) { output.send(line.encoded) }
 
     /// The plan, the first line the driver sends.
     func plan() async -> SessionProcessPlan {

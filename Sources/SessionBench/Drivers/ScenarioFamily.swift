@@ -32,7 +32,7 @@ extension ContextDriver {
 /// A new kind is a case of ``Scenario/Kind`` with its preset (`Scenarios/Scenario.swift`), a
 /// family in a folder of its own (or a kind added to one), and one line in
 /// ``ScenarioFamilies/all``.
-protocol ScenarioFamily {
+protocol ScenarioFamily: SendableMetatype {
     /// The kinds this family runs; each kind belongs to exactly one family.
     static var kinds: [Scenario.Kind] { get }
     /// The invariants a run of `kind` judges (see ``Scenario/Kind/judgedInvariants``).

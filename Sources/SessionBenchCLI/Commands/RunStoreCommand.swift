@@ -3,7 +3,8 @@ import Foundation
 import SessionBench
 import SessionContract
 
-/// The measuring child of an isolated run. Not for people: reads a plan on standard input.
+/// The measuring child of an isolated run. Not for people: reads its plan as one line on standard
+/// input and answers with a line per scenario started and per result (``RunStoreLine``).
 struct RunStore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run-store", abstract: "Measure one store (used internally by compare and stress).",
@@ -11,11 +12,13 @@ struct RunStore: AsyncParsableCommand {
 
     mutating func run() async throws {
         Lifeline.watch()
-        let input = FileHandle.standardInput.readDataToEndOfFile()
-        let plan: IsolatedRun.Plan
-        do { plan = try JSONDecoder().decode(IsolatedRun.Plan.self, from: input) } catch {
-            throw UsageError("run-store expects a plan as JSON on standard input: \(error)")
+        var lines: [String] = []
+        PipeLines.forEach(in: 0) { lines.append($0) }
+        guard let first = lines.first, case .plan(let plan)? = RunStoreLine(line: first) else {
+            throw UsageError("run-store expects its plan as one line on standard input (it is started by compare)")
         }
+        // Standard output carries the protocol alone from here on.
+        let output = LineOutput()
         guard let store = StoreRegistry.named(plan.store) else {
             throw UsageError("unknown store '\(Printable.name(plan.store))'")
         }
@@ -34,32 +37,26 @@ struct RunStore: AsyncParsableCommand {
             // A store that blocks every pool thread stops this process from running tasks: the
             // watchdog's thread writes the verdict, and the rest as not run, and ends it.
             runner.onStarvation = { hung in
-                Self.emit(hung)
-                Self.emitNotRun(rest, store: store.name, after: scenario.name)
+                output.send(RunStoreLine.result(hung).line)
+                Self.emitNotRun(rest, store: store.name, after: scenario.name, to: output)
                 Foundation.exit(0)
             }
-            FileHandle.standardOutput.write(Data((IsolatedRun.startPrefix + scenario.name + "\n").utf8))
+            output.send(RunStoreLine.started(scenario: scenario.name).line)
             let result = await runner.run(store, scenario)
-            Self.emit(result)
+            output.send(RunStoreLine.result(result).line)
             if result.verdict == .hung {
                 // Callers are still stuck inside the store; nothing after this would be trustworthy.
-                Self.emitNotRun(rest, store: store.name, after: scenario.name)
+                Self.emitNotRun(rest, store: store.name, after: scenario.name, to: output)
                 Foundation.exit(0)
             }
         }
     }
 
-    static func emit(_ result: ScenarioResult) {
-        guard let json = try? JSONEncoder().encode(result) else { return }
-        FileHandle.standardOutput.write(
-            Data((IsolatedRun.resultPrefix + String(decoding: json, as: UTF8.self) + "\n").utf8))
-    }
-
-    static func emitNotRun(_ scenarios: [Scenario], store: String, after hung: String) {
+    static func emitNotRun(_ scenarios: [Scenario], store: String, after hung: String, to output: LineOutput) {
         for rest in scenarios {
             var skipped = ScenarioResult(store: store, scenario: rest, verdict: .notRun)
             skipped.failure = "not run: the store hung in \(hung)"
-            emit(skipped)
+            output.send(RunStoreLine.result(skipped).line)
         }
     }
 }

@@ -6,11 +6,6 @@ import Synchronization
 /// pipes, and it is reaped with `waitpid` by this type alone. It gets a `Lifeline` on
 /// descriptor 3 and is killed if this process is stopped by a signal (`ProcessGuard`).
 final class Child: Sendable {
-    enum Exit: Equatable {
-        case exited(Int32)
-        case signaled(Int32)
-    }
-
     let pid: pid_t
     private let input: Int32
     private let output: Int32
@@ -133,7 +128,7 @@ final class Child: Sendable {
     }
 
     /// The child's exit, if it has exited (reaping it); `nil` while it runs.
-    func poll() -> Exit? {
+    func poll() -> ProcessEnd? {
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
         guard result == pid else {
@@ -145,7 +140,7 @@ final class Child: Sendable {
     }
 
     /// Kills the child and reaps it.
-    func kill() -> Exit {
+    func kill() -> ProcessEnd {
         Foundation.kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
@@ -159,7 +154,7 @@ final class Child: Sendable {
         close(lifeline)
     }
 
-    private static func decode(_ status: Int32) -> Exit {
+    private static func decode(_ status: Int32) -> ProcessEnd {
         let signal = status & 0x7f
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
     }

@@ -6,8 +6,8 @@ import Synchronization
 /// Runs each store's scenarios in a child process of this same executable, so a store that
 /// crashes takes down only its own process and a store that hangs can be killed.
 ///
-/// The child (`session-bench run-store`) reads its plan as JSON on standard input and writes
-/// one `RESULT <json>` line per scenario as it finishes. The child's own watchdog reports
+/// The child (`session-bench run-store`) reads its plan as one line on standard input and writes
+/// a line as each scenario starts and one with its result as it finishes (``RunStoreLine``). The child's own watchdog reports
 /// hangs; the parent's deadline catches a child that stops answering altogether.
 enum IsolatedRun {
     struct Plan: Codable {
@@ -24,11 +24,6 @@ enum IsolatedRun {
             self.transport = transport
         }
     }
-
-    static let resultPrefix = "RESULT "
-    /// Written by the child as it starts a scenario, so the parent knows which one was under
-    /// way if the child dies or stops answering.
-    static let startPrefix = "START "
 
     /// Runs `scenarios` for `store` in a child; calls `progress` as each result arrives.
     ///
@@ -53,22 +48,21 @@ enum IsolatedRun {
         } catch {
             return scenarios.map { failed(store, $0, .error, "could not start the measuring process: \(error)") }
         }
-        child.send((try? JSONEncoder().encode(plan)) ?? Data())
+        child.send(Data((RunStoreLine.plan(plan).line + "\n").utf8))
         let spawned = ContinuousClock.now
 
         let collected = Mutex<(results: [ScenarioResult], started: String?)>(([], nil))
         let reader = Thread {
             child.readLines { line in
-                if line.hasPrefix(startPrefix) {
-                    collected.withLock { $0.started = String(line.dropFirst(startPrefix.count)) }
-                    return
+                switch RunStoreLine(line: line) {
+                case .started(let scenario)?:
+                    collected.withLock { $0.started = scenario }
+                case .result(let result)?:
+                    collected.withLock { $0.results.append(result) }
+                    progress(result)
+                case .plan?, nil:
+                    break
                 }
-                guard line.hasPrefix(resultPrefix),
-                    let result = try? JSONDecoder().decode(
-                        ScenarioResult.self, from: Data(line.dropFirst(resultPrefix.count).utf8))
-                else { return }
-                collected.withLock { $0.results.append(result) }
-                progress(result)
             }
         }
         reader.start()

@@ -16,12 +16,7 @@ struct ChildSessionLauncher: SessionProcessLauncher {
             kill: { child.signalKill() },
             wait: {
                 while true {
-                    if let exit = child.poll() {
-                        switch exit {
-                        case .exited(let status): return .exited(status)
-                        case .signaled(let signal): return .signaled(signal)
-                        }
-                    }
+                    if let end = child.poll() { return end }
                     try? await Task.sleep(for: .milliseconds(2))
                 }
             },
