@@ -8,23 +8,18 @@ import Synchronization
 /// store in this process with `--in-process`. The one way `compare`, `stress`, `sweep` and
 /// `check` run a store.
 struct Execution {
-    /// Seconds a call may take before the store counts as hung.
-    var hangTimeout: Double
-    var inProcess: Bool
-    /// How stores reach the token server.
-    var transport: TransportChoice
+    /// The command line's execution options, whole: the hang timeout, in process or isolated, the
+    /// transport, and whether progress lines are kept quiet.
+    var options: ExecutionOptions
     /// The allocator and allocation counter of the measuring processes.
     var setup: MeasuringSetup
-    /// No numbered progress line per result.
-    var quiet: Bool
 
     init(_ options: ExecutionOptions, setup: MeasuringSetup) {
-        hangTimeout = options.hangTimeout
-        inProcess = options.inProcess
-        transport = options.transport
+        self.options = options
         self.setup = setup
-        quiet = options.quiet
     }
+
+    var quiet: Bool { options.quiet }
 
     /// Every store through every scenario, store by store, `repeats` times, with a numbered
     /// progress line per result unless `quiet`. Each pass starts one store further along the
@@ -91,10 +86,10 @@ struct Execution {
         progress: @escaping @Sendable (ScenarioResult) -> Void = { _ in }
     ) async -> [ScenarioResult] {
         let setup = setup ?? self.setup
-        guard inProcess else {
+        guard options.inProcess else {
             return await IsolatedRun.run(
-                store: store, scenarios: scenarios, hangTimeout: hangTimeout, setup: setup, transport: transport,
-                progress: progress)
+                store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, setup: setup,
+                transport: options.transport, progress: progress)
         }
         // In process, this process is the measuring one: it counts with the chosen counter.
         setenv(AllocationCounter.counterVariable, setup.counter.rawValue, 1)
@@ -119,10 +114,10 @@ struct Execution {
     /// The in-process runner. A store that blocks every thread of the cooperative pool
     /// leaves nothing to run the rest: the verdict is printed and the process exits.
     private var runner: ScenarioRunner {
-        var runner = ScenarioRunner(hangTimeout: .milliseconds(Int64(hangTimeout * 1000)))
+        var runner = ScenarioRunner(hangTimeout: options.hangTimeout)
         runner.sessionProcesses = ChildSessionLauncher()
         // Checked when the options were read.
-        runner.transport = try? transport.resolved()
+        runner.transport = try? options.transport.resolved()
         runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
@@ -140,8 +135,8 @@ struct Execution {
         var lines = [
             "would run \(stores.count) store(s) × \(scenarios.count) scenario(s), "
                 + (repeats > 1 ? "\(repeats) repeats, " : "")
-                + (transport == .http ? "over http, " : "")
-                + "hang timeout \(InputRange.text(hangTimeout))s, allocator \(setup.allocator.rawValue), "
+                + (options.transport == .http ? "over http, " : "")
+                + "hang timeout \(InputRange.text(options.hangTimeout.secondsValue))s, allocator \(setup.allocator.rawValue), "
                 + "allocations counted by the \(setup.counter.rawValue)"
         ]
         lines.append("  stores: " + stores.map(\.name).joined(separator: ", "))

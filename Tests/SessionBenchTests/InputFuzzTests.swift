@@ -80,7 +80,7 @@ struct InputFuzzTests {
                 #expect(InputRange.tasks.contains(scenario.tasks) && InputRange.rounds.contains(scenario.rounds), "\(arguments)")
                 #expect(InputRange.durationSeconds.contains(scenario.duration.secondsValue), "\(arguments)")
             }
-            #expect(InputRange.hangTimeoutSeconds.contains(options.execution.hangTimeout))
+            #expect(InputRange.hangTimeoutSeconds.contains(options.execution.hangTimeout.secondsValue))
             let budget = IsolatedRun.budget(for: scenarios, hangTimeout: options.execution.hangTimeout)
             #expect(budget > .zero && budget < .seconds(1e9), "\(arguments)")
         }

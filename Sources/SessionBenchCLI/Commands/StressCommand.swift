@@ -38,7 +38,7 @@ struct Stress: AsyncParsableCommand {
             try OutputWriter.show("stress: \(length), a new seed each\n" + execution.plan(stores, base))
             return
         }
-        execution.quiet = true  // a line per iteration, and one per failure, instead of one per run
+        execution.options.quiet = true  // a line per iteration, and one per failure, instead of one per run
         try run.place()
         var random = SystemRandomNumberGenerator()
         let firstSeed = run.seed ?? random.next()

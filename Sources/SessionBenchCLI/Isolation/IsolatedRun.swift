@@ -13,14 +13,14 @@ enum IsolatedRun {
     struct Plan: Codable {
         var store: String
         var scenarios: [Scenario]
-        var hangTimeoutSeconds: Double
+        var hangTimeout: Duration
         /// How the store reaches the server; in process when absent.
         var transport: TransportChoice?
 
-        init(store: String, scenarios: [Scenario], hangTimeout: Double, transport: TransportChoice = .inProcess) {
+        init(store: String, scenarios: [Scenario], hangTimeout: Duration, transport: TransportChoice = .inProcess) {
             self.store = store
             self.scenarios = scenarios
-            hangTimeoutSeconds = hangTimeout
+            self.hangTimeout = hangTimeout
             self.transport = transport
         }
     }
@@ -31,7 +31,7 @@ enum IsolatedRun {
     /// crashed child is noticed must not depend on anything else in the process (Foundation's
     /// `Process` left a crashed child unreaped under ThreadSanitizer and spun waiting on it).
     static func run(
-        store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Double, setup: MeasuringSetup,
+        store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Duration, setup: MeasuringSetup,
         transport: TransportChoice = .inProcess,
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
@@ -153,7 +153,8 @@ enum IsolatedRun {
 
     /// A generous upper bound on how long the child may take: a crowd of 100,000 callers
     /// takes seconds to start and settle each round, so the bound grows with the crowd.
-    static func budget(for scenarios: [Scenario], hangTimeout: Double) -> Duration {
+    static func budget(for scenarios: [Scenario], hangTimeout: Duration) -> Duration {
+        let hangTimeout = hangTimeout.secondsValue
         var seconds = 10.0
         for scenario in scenarios {
             let crowd = Double(scenario.tasks) * 50e-6

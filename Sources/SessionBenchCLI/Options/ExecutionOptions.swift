@@ -36,6 +36,7 @@ struct ExecutionOptions: ParsableArguments {
         _ = try transport.resolved()
     }
 
-    /// `--hang-timeout`, or 5 seconds.
-    var hangTimeout: Double { hangTimeoutOption ?? Self.defaultHangTimeout }
+    /// `--hang-timeout`, or 5 seconds: read once here, a `Duration` from then on (the measuring
+    /// processes get it as one too).
+    var hangTimeout: Duration { DurationText.duration(seconds: hangTimeoutOption ?? Self.defaultHangTimeout) }
 }
