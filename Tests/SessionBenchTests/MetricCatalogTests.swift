@@ -85,6 +85,11 @@ struct MetricCatalogTests {
         #expect(Metric.throughput.value(in: asyncOnly, operation: .syncRead) == nil)
         #expect(Metric.p50.value(in: asyncOnly, operation: .syncRead) == nil)
         #expect(Metric.allocsPerOp.value(in: asyncOnly, operation: .syncRead) == nil)
+        for metric in Metric.all {
+            #expect(metric.value(in: asyncOnly, operation: .syncRead) == nil, "\(metric.name) of an operation not run")
+            #expect(metric.value(in: asyncOnly, operation: .elevatedRead) == nil, "\(metric.name) of an operation not run")
+        }
+        #expect(Metric.refreshCalls.value(in: asyncOnly, operation: .read) == 3)
     }
 
     @Test("baselines and exports carry the catalog's benchmarked figures, under the catalog's names")

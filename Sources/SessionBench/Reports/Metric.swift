@@ -77,7 +77,11 @@ public struct Metric: Sendable, Hashable, CustomStringConvertible {
     /// This metric of `result`: of `operation` where it names one (an operation named but not measured
     /// is not measured: never another operation's figure), else of the scenario's headline operation.
     public func value(in result: ScenarioResult, operation: OperationKind?) -> Double? {
-        figure(MetricSource(result: result, operation: operation))
+        let source = MetricSource(result: result, operation: operation)
+        // A limit that names an operation the store does not have reads "not measured", whatever
+        // the figure: a run's counts are not figures of an operation it never ran.
+        guard source.operationMeasured else { return nil }
+        return figure(source)
     }
 
     /// The entry named `name`, as a thresholds file names it.
@@ -94,6 +98,13 @@ public struct MetricSource: Sendable {
     var latency: LatencySummary? {
         guard let operation else { return result.headlineLatency }
         return result.latencies.first { $0.kind == operation }
+    }
+
+    /// Whether the run measured the operation asked about (always, when none is named).
+    var operationMeasured: Bool {
+        guard let operation else { return true }
+        if operation == .syncRead, result.syncRead == nil { return false }
+        return result.latencies.contains { $0.kind == operation }
     }
 
     /// The synchronous loop's figures, when the operation asked about is `sync-read`.

@@ -22,6 +22,9 @@ struct RunStore: AsyncParsableCommand {
         guard let store = StoreRegistry.named(plan.store) else {
             throw UsageError("unknown store '\(Printable.name(plan.store))'")
         }
+        guard InputRange.hangTimeoutSeconds.contains(plan.hangTimeout.secondsValue) else {
+            throw UsageError("run-store: the hang timeout must be \(InputRange.text(InputRange.hangTimeoutSeconds)) s")
+        }
         for scenario in plan.scenarios {
             do { try scenario.validate() } catch { throw UsageError("run-store: \(error)") }
         }
