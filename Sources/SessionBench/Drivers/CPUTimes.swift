@@ -58,4 +58,20 @@ public struct CPUTimes: Sendable, Equatable {
         let wanted = min(Double(max(1, cpus)), max(Double(runnable), waited))
         return wanted >= 0.5 && ran < 0.25 * wanted
     }
+
+    /// Whether a wait that heard nothing from another process for `seconds` tells nothing about
+    /// it: that process was starved (``starved(since:seconds:cpus:)``), or the waiting process —
+    /// idle while it waits, so any wait for a CPU is its reader's or its timer's — spent a fifth of
+    /// the window or more waiting for one. Either way the silence is the machine's, not the
+    /// store's. `nil` figures (no schedstat) say nothing.
+    public static func crowdedOut(
+        process: (before: CPUTimes, after: CPUTimes)?, waiter: (before: CPUTimes, after: CPUTimes)?,
+        seconds: Double, cpus: Int
+    ) -> Bool {
+        guard seconds > 0 else { return false }
+        if let process, process.after.starved(since: process.before, seconds: seconds, cpus: cpus) { return true }
+        guard let waiter else { return false }
+        let waited = Double(waiter.after.waitedNanoseconds &- waiter.before.waitedNanoseconds) / 1e9
+        return waited >= 0.2 * seconds
+    }
 }

@@ -27,6 +27,7 @@ extension SharedStorageDriver {
         case complete
         case closed
         case timedOut
+        case crowdedOut
         case problem(String)
         /// The process found the storage's server out of reach.
         case unreachable(String)
@@ -66,6 +67,8 @@ extension SharedStorageDriver {
                     "session process \(index) ended during \(phase)"
                     + (TrapMessage.find(in: links[index].errors).map { ": \($0)" } ?? "")
                 outcome.verdict = .crashed
+            case .crowdedOut:
+                outcome.failure = SessionProcessLink.crowdedOut("session process \(index) (\(phase))")
             case .problem(let why):
                 outcome.failure = "the session process could not run: \(why)"
             }
@@ -98,6 +101,9 @@ extension SharedStorageDriver {
                             return (index, heard)
                         case .timedOut:
                             heard.end = .timedOut
+                            return (index, heard)
+                        case .crowdedOut:
+                            heard.end = .crowdedOut
                             return (index, heard)
                         case .line(let text):
                             guard let line = SessionLine(line: text) else { continue }

@@ -11,7 +11,7 @@ struct ChildSessionLauncher: SessionProcessLauncher {
             environment: ProcessInfo.processInfo.environment)
         let errors = Mutex<[String]>([])
         let link = SessionProcessLink(
-            send: { child.write(Data(($0 + "\n").utf8)) },
+            pid: child.pid, send: { child.write(Data(($0 + "\n").utf8)) },
             closeInput: { child.closeInput() },
             kill: { child.signalKill() },
             wait: {

@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import SessionBench
+
+/// A session process that says nothing for the hang timeout is hung only when the machine gave
+/// it, and the driver waiting on it, their CPU: a silence the kernel shows to be the machine's is
+/// waited out, up to a bound, and then reported as a machine too busy, never as a hung store.
+@Suite("Session processes: silent or crowded out")
+struct SessionProcessSilenceTests {
+    /// Kernel counts after `seconds` of running `ran` CPUs' worth and waiting `waited`.
+    static func times(_ seconds: Double, ran: Double, waited: Double = 0, runnable: Int = 0) -> CPUTimes {
+        CPUTimes(
+            ranNanoseconds: UInt64(seconds * ran * 1e9), waitedNanoseconds: UInt64(seconds * waited * 1e9),
+            runnable: runnable)
+    }
+
+    @Test("a silence is the machine's when the process was starved, or the waiting driver waited for a CPU")
+    func crowdedOutFigures() {
+        let idle = (Self.times(0, ran: 0), Self.times(5, ran: 0))
+        // Asleep in the store (a deadlock), the driver idle: the store's silence.
+        #expect(!CPUTimes.crowdedOut(process: idle, waiter: idle, seconds: 5, cpus: 2))
+        // Spinning in the store with both CPUs: the store's, however many threads wait their turn.
+        let spinning = (Self.times(0, ran: 0), Self.times(5, ran: 2, waited: 2, runnable: 4))
+        #expect(!CPUTimes.crowdedOut(process: spinning, waiter: idle, seconds: 5, cpus: 2))
+        // Runnable and given a tenth of a CPU: the machine's.
+        let starved = (Self.times(0, ran: 0), Self.times(5, ran: 0.1, waited: 0.9, runnable: 1))
+        #expect(CPUTimes.crowdedOut(process: starved, waiter: idle, seconds: 5, cpus: 2))
+        // The process asleep, waiting on the driver, whose threads waited 1.5 s of 5 for a CPU.
+        let crowdedDriver = (Self.times(0, ran: 0), Self.times(5, ran: 0.01, waited: 0.3))
+        #expect(CPUTimes.crowdedOut(process: idle, waiter: crowdedDriver, seconds: 5, cpus: 2))
+        // The driver waited a little (a tenth of the window): not enough to excuse a silence.
+        let littleWait = (Self.times(0, ran: 0), Self.times(5, ran: 0.01, waited: 0.1))
+        #expect(!CPUTimes.crowdedOut(process: idle, waiter: littleWait, seconds: 5, cpus: 2))
+        // Where the kernel cannot be asked, the timeout alone decides.
+        #expect(!CPUTimes.crowdedOut(process: nil, waiter: nil, seconds: 5, cpus: 2))
+        #expect(!CPUTimes.crowdedOut(process: starved, waiter: idle, seconds: 0, cpus: 2))
+    }
+
+    /// A link to no process: lines arrive only as the test delivers them.
+    static func link() -> SessionProcessLink {
+        SessionProcessLink(
+            pid: nil, send: { _ in }, closeInput: {}, kill: {}, wait: { .exited(0) }, errors: { [] })
+    }
+
+    /// Kernel counts that grow by `waited` seconds of waiting at each look, for the waiter.
+    final class Counts: Sendable {
+        let looks = Atomic(0)
+        func sample(waited: Double) -> (process: CPUTimes?, waiter: CPUTimes?) {
+            let look = looks.add(1, ordering: .relaxed).newValue
+            return (nil, CPUTimes(waitedNanoseconds: UInt64(Double(look) * waited * 1e9)))
+        }
+    }
+
+    @Test("silent with the CPUs given: timed out after one window; crowded out every window: given up on after the bound")
+    func silenceWaits() async {
+        let quiet = Counts()
+        #expect(await Self.link().next(within: .milliseconds(20), cpus: 2) { quiet.sample(waited: 0) } == .timedOut)
+        #expect(quiet.looks.load(ordering: .relaxed) == 2, "one window: a look before, one after")
+
+        // Each look finds the driver waited another 100 s for a CPU, more than any window took.
+        let crowded = Counts()
+        #expect(await Self.link().next(within: .milliseconds(20), cpus: 2) { crowded.sample(waited: 100) } == .crowdedOut)
+        #expect(crowded.looks.load(ordering: .relaxed) == 2 * SessionProcessLink.crowdedWindows)
+    }
+
+    @Test("a line that comes while a crowded-out wait is extended is the answer")
+    func lineDuringExtension() async {
+        let link = Self.link()
+        let crowded = Counts()
+        let event = await link.next(within: .milliseconds(20), cpus: 2) {
+            let counts = crowded.sample(waited: 100)
+            // The third window's first look: the process speaks at last.
+            if crowded.looks.load(ordering: .relaxed) == 5 { link.deliver("late") }
+            return counts
+        }
+        #expect(event == .line("late"))
+        #expect(crowded.looks.load(ordering: .relaxed) == 5, "the line was taken before a third window's wait")
+    }
+
+    @Test("lines already there, or a closed output, are answered at once")
+    func readyEvents() async {
+        let link = Self.link()
+        link.deliver("one")
+        link.deliver("two")
+        #expect(await link.next(within: .seconds(60)) == .line("one"))
+        #expect(await link.next(within: .seconds(60)) == .line("two"))
+        link.finish()
+        #expect(await link.next(within: .seconds(60)) == .closed)
+    }
+
+    @Test("the failure of a crowded-out wait says why and what to do, and names no token")
+    func crowdedOutText() {
+        let text = SessionProcessLink.crowdedOut("session process 1 (reads)")
+        #expect(text.hasPrefix("session process 1 (reads) was kept from a CPU"))
+        #expect(text.contains("too busy") && text.contains("--hang-timeout"))
+    }
+}
