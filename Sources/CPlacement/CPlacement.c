@@ -55,8 +55,9 @@ int session_bench_lower_thread_priority(void) {
 
 int session_bench_thread_id(void) { return (int)syscall(SYS_gettid); }
 
-/// Whether thread `tid` of process `pid` is runnable (on a CPU or waiting for one): 1, 0, or -1.
-static int thread_runnable(int pid, int tid) {
+/// Thread `tid`'s state letter (R running or runnable, D in uninterruptible wait — disk I/O —,
+/// S asleep, …), or -1.
+static int thread_state(int pid, int tid) {
     char path[96];
     char line[512];
     if (pid == 0) {
@@ -72,10 +73,11 @@ static int thread_runnable(int pid, int tid) {
     // The command name, in parentheses, may hold spaces: the state follows its last ')'.
     char *end = strrchr(line, ')');
     if (end == NULL || end[1] != ' ') return -1;
-    return end[2] == 'R';
+    return end[2];
 }
 
-int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable) {
+int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable,
+                               int *disk) {
     char path[96];
     if (pid == 0) {
         snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
@@ -87,11 +89,14 @@ int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsign
     int read = fscanf(file, "%llu %llu", ran, waited);
     fclose(file);
     if (read != 2) return -1;
-    *runnable = thread_runnable(pid, tid) == 1;
+    int state = thread_state(pid, tid);
+    *runnable = state == 'R';
+    *disk = state == 'D';
     return 0;
 }
 
-int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable) {
+int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable,
+                                int *disk) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", pid);
     DIR *tasks = opendir(path);
@@ -99,16 +104,18 @@ int session_bench_process_times(int pid, unsigned long long *ran, unsigned long 
     *ran = 0;
     *waited = 0;
     *runnable = 0;
+    *disk = 0;
     int threads = 0;
     struct dirent *entry;
     while ((entry = readdir(tasks)) != NULL) {
         if (entry->d_name[0] == '.') continue;
         unsigned long long r = 0, w = 0;
-        int now = 0;
-        if (session_bench_thread_times(pid, atoi(entry->d_name), &r, &w, &now) != 0) continue;
+        int now = 0, io = 0;
+        if (session_bench_thread_times(pid, atoi(entry->d_name), &r, &w, &now, &io) != 0) continue;
         *ran += r;
         *waited += w;
         *runnable += now;
+        *disk += io;
         threads++;
     }
     closedir(tasks);

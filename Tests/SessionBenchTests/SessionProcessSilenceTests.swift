@@ -27,6 +27,13 @@ struct SessionProcessSilenceTests {
         // Runnable and given a tenth of a CPU: the machine's.
         let starved = (Self.times(0, ran: 0), Self.times(5, ran: 0.1, waited: 0.9, runnable: 1))
         #expect(CPUTimes.crowdedOut(process: starved, waiter: idle, seconds: 5, cpus: 2))
+        // Working, one thread on a machine shared with others: given a fifth of a CPU, waiting the rest.
+        let sharing = (Self.times(0, ran: 0), Self.times(5, ran: 0.3, waited: 0.7, runnable: 0))
+        #expect(CPUTimes.crowdedOut(process: sharing, waiter: idle, seconds: 5, cpus: 2))
+        // A thread of the process in an uninterruptible wait as the window ends: an fsync on a busy disk.
+        var onDisk = idle
+        onDisk.1.diskWaiting = 1
+        #expect(CPUTimes.crowdedOut(process: onDisk, waiter: idle, seconds: 5, cpus: 2))
         // The process asleep, waiting on the driver, whose threads waited 1.5 s of 5 for a CPU.
         let crowdedDriver = (Self.times(0, ran: 0), Self.times(5, ran: 0.01, waited: 0.3))
         #expect(CPUTimes.crowdedOut(process: idle, waiter: crowdedDriver, seconds: 5, cpus: 2))

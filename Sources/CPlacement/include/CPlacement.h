@@ -18,13 +18,16 @@ int session_bench_thread_id(void);
 
 /// How long thread `tid` of process `pid` (0: this process) has run on a CPU, and how long it
 /// has waited runnable for one, in nanoseconds (/proc/PID/task/TID/schedstat; a wait is counted
-/// once the thread gets the CPU), and whether it is runnable now (1 or 0). Returns 0, or -1 when
-/// the thread has ended or the kernel keeps no such count.
-int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable);
+/// once the thread gets the CPU), whether it is runnable now (1 or 0), and whether it is in an
+/// uninterruptible wait now, as for disk I/O (1 or 0). Returns 0, or -1 when the thread has ended
+/// or the kernel keeps no such count.
+int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsigned long long *waited, int *runnable,
+                               int *disk);
 
-/// The same, summed over the live threads of process `pid` (`runnable`: how many are). Returns
-/// 0, or -1.
-int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable);
+/// The same, summed over the live threads of process `pid` (`runnable`, `disk`: how many are).
+/// Returns 0, or -1.
+int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable,
+                                int *disk);
 
 /// CPUs the kernel can name in one affinity mask.
 int session_bench_cpu_limit(void);

@@ -108,7 +108,7 @@ public final class SessionProcessLink: Sendable {
 
     /// The run's failure when a wait on `process` gave up with `.crowdedOut`.
     static func crowdedOut(_ process: String) -> String {
-        "\(process) was kept from a CPU, or kept the driver from one, for \(crowdedWindows) hang timeouts in a row: "
+        "\(process) was kept from a CPU or the disk, or the driver from a CPU, for \(crowdedWindows) hang timeouts in a row: "
             + "the machine is too busy to tell a slow store from a stuck one (run on a quieter machine, or raise --hang-timeout)"
     }
 

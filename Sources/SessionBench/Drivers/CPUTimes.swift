@@ -9,11 +9,15 @@ public struct CPUTimes: Sendable, Equatable {
     /// Threads runnable when the count was taken: a thread given no CPU at all has its wait
     /// counted only once it runs, so it shows here.
     public var runnable: Int
+    /// Threads in an uninterruptible wait when the count was taken: blocked on the disk (an
+    /// `fsync` on a busy device), which no store's code can be doing on purpose for long.
+    public var diskWaiting: Int
 
-    public init(ranNanoseconds: UInt64 = 0, waitedNanoseconds: UInt64 = 0, runnable: Int = 0) {
+    public init(ranNanoseconds: UInt64 = 0, waitedNanoseconds: UInt64 = 0, runnable: Int = 0, diskWaiting: Int = 0) {
         self.ranNanoseconds = ranNanoseconds
         self.waitedNanoseconds = waitedNanoseconds
         self.runnable = runnable
+        self.diskWaiting = diskWaiting
     }
 
     /// The calling thread's kernel id, for ``threads(_:)``; -1 where there is none.
@@ -28,11 +32,13 @@ public struct CPUTimes: Sendable, Equatable {
             var ran: UInt64 = 0
             var waited: UInt64 = 0
             var runnable: Int32 = 0
-            guard session_bench_thread_times(0, id, &ran, &waited, &runnable) == 0 else { continue }
+            var disk: Int32 = 0
+            guard session_bench_thread_times(0, id, &ran, &waited, &runnable, &disk) == 0 else { continue }
             read += 1
             total.ranNanoseconds &+= ran
             total.waitedNanoseconds &+= waited
             total.runnable += Int(runnable)
+            total.diskWaiting += Int(disk)
         }
         return read > 0 ? total : nil
     }
@@ -42,8 +48,9 @@ public struct CPUTimes: Sendable, Equatable {
         var ran: UInt64 = 0
         var waited: UInt64 = 0
         var runnable: Int32 = 0
-        guard session_bench_process_times(pid, &ran, &waited, &runnable) == 0 else { return nil }
-        return CPUTimes(ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable))
+        var disk: Int32 = 0
+        guard session_bench_process_times(pid, &ran, &waited, &runnable, &disk) == 0 else { return nil }
+        return CPUTimes(ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable), diskWaiting: Int(disk))
     }
 
     /// Whether, over the `seconds` since `earlier`, the threads were starved: they wanted CPUs
@@ -60,7 +67,9 @@ public struct CPUTimes: Sendable, Equatable {
     }
 
     /// Whether a wait that heard nothing from another process for `seconds` tells nothing about
-    /// it: that process was starved (``starved(since:seconds:cpus:)``), or the waiting process —
+    /// it: that process was starved (``starved(since:seconds:cpus:)``), is blocked on the disk as
+    /// the window ends (``diskWaiting``), or waited for a CPU a fifth of the window while others
+    /// had most of the machine — busy, slowly — or the waiting process —
     /// idle while it waits, so any wait for a CPU is its reader's or its timer's — spent a fifth of
     /// the window or more waiting for one. Either way the silence is the machine's, not the
     /// store's. `nil` figures (no schedstat) say nothing.
@@ -69,7 +78,16 @@ public struct CPUTimes: Sendable, Equatable {
         seconds: Double, cpus: Int
     ) -> Bool {
         guard seconds > 0 else { return false }
-        if let process, process.after.starved(since: process.before, seconds: seconds, cpus: cpus) { return true }
+        if let process {
+            let (before, after) = process
+            if after.diskWaiting > 0 || after.starved(since: before, seconds: seconds, cpus: cpus) { return true }
+            // Running, but sharing the CPUs with others: it waited a fifth of the window or more,
+            // and was given less than three quarters of the machine. (Threads spinning in a
+            // store on a machine of their own are given it all.)
+            let waited = Double(after.waitedNanoseconds &- before.waitedNanoseconds) / 1e9
+            let ran = Double(after.ranNanoseconds &- before.ranNanoseconds) / 1e9
+            if waited >= 0.2 * seconds, ran < 0.75 * Double(max(1, cpus)) * seconds { return true }
+        }
         guard let waiter else { return false }
         let waited = Double(waiter.after.waitedNanoseconds &- waiter.before.waitedNanoseconds) / 1e9
         return waited >= 0.2 * seconds
