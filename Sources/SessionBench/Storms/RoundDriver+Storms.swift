@@ -60,8 +60,8 @@ extension RoundDriver {
         countStorm(storm, ledgerStart: ledgerStart)
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            checkOneRefresh(attempts, round: round, what: what, released: released, staleAfterSuccess: rejecting)
-            checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
+            oracle.checkOneRefresh(attempts, round: round, what: what, released: released, staleAfterSuccess: rejecting)
+            oracle.checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
         }
         return await recover(after: storm + after)
     }
@@ -136,8 +136,8 @@ extension RoundDriver {
         guard let storm = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart) else { return false }
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
-            checkNoRetryStorm(attempts, round: round)
+            oracle.checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
+            oracle.checkNoRetryStorm(attempts, round: round)
         }
         // Follow-ups: each must refresh again (the failure is not sticky) and, once the
         // scripted failures are spent, be served.
@@ -238,7 +238,7 @@ extension RoundDriver {
         }
         for account in stores.indices {
             let survivors = storm.filter { $0.account == account && !$0.wasCancelled }
-            checkSameOutcome(survivors, attempts: refreshes(since: ledgerStart, account: account), round: round)
+            oracle.checkSameOutcome(survivors, attempts: refreshes(since: ledgerStart, account: account), round: round)
         }
         var followUps: [ObservedCall] = []
         if plan == .everyone {
@@ -287,8 +287,8 @@ extension RoundDriver {
         else { return false }
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            checkOneRefresh(attempts, round: round, what: "expiry", released: nil)
-            checkSameOutcome(calls.filter { $0.account == account }, attempts: attempts, round: round)
+            oracle.checkOneRefresh(attempts, round: round, what: "expiry", released: nil)
+            oracle.checkSameOutcome(calls.filter { $0.account == account }, attempts: attempts, round: round)
         }
         return await recover(after: calls)
     }
