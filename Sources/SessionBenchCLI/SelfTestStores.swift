@@ -9,7 +9,8 @@ import Synchronization
 /// threads of the cooperative pool, one is correct but allocates exactly once per read, so
 /// that every allocation counter can be held to a known figure, and one restores a saved
 /// session without its refresh token (the Keychain item unreadable before the first unlock), so
-/// it gives the session up at its first refresh. They exist only when
+/// it gives the session up at its first refresh; one is correct but resumes each read from a
+/// Dispatch thread (work `explore` cannot control). They exist only when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
@@ -35,6 +36,11 @@ enum SelfTestStores {
             name: "allocates-once-per-read", summary: "the mutex store plus one 32-byte malloc per read (self-test)",
             isReferenceBroken: true
         ) { AllocatingStore(configuration: $0) },
+        StoreDescriptor(
+            name: "dispatch-hop",
+            summary: "the mutex store, each read first hopping through a global DispatchQueue (self-test)",
+            isReferenceBroken: true
+        ) { DispatchHopStore(configuration: $0) },
         StoreDescriptor(
             name: "restores-without-refresh-token",
             summary: "a restored session's first refresh ends in signed out (self-test)", isReferenceBroken: true,
@@ -68,6 +74,27 @@ private final class RestoredWithoutRefreshToken: SessionStore {
 
 /// The mutex store with exactly one heap allocation of ``bytes`` bytes on every read: a store
 /// whose allocations per read are known to be 1.
+/// The mutex store, each `validToken()` first waiting for a block on a global Dispatch queue to
+/// resume it: correct, but part of its work runs where no task executor sees it.
+private final class DispatchHopStore: SessionStore {
+    private let inner: MutexStore
+
+    init(configuration: SessionStoreConfiguration) { inner = MutexStore(configuration: configuration) }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { resume.resume() }
+        }
+        return try await inner.validToken()
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        try await inner.tokenRejected(token)
+    }
+    func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
+    func signOut() async { await inner.signOut() }
+}
+
 private final class AllocatingStore: SessionStore {
     static let bytes = 32
     private let inner: MutexStore

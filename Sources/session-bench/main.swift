@@ -12,7 +12,8 @@ StorageBackendCatalog.register(PostgresBackends.all)
 import SessionBenchHTTP
 import SessionBench
 
-await SessionBenchCommand.main(arguments: Array(CommandLine.arguments.dropFirst()), http: .live)
+// No top-level `await`: `explore`'s child processes install their executor before any task.
+SessionBenchCommand.start(http: .live)
 #else
-await SessionBenchCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
+SessionBenchCommand.start()
 #endif

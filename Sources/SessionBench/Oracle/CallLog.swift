@@ -19,6 +19,9 @@ final class CallLog: Sendable {
         self.server = server
     }
 
+    /// The calls recorded so far, in the order they returned.
+    var calls: [ObservedCall] { recorded.withLock(visibleTo: self) { $0.calls } }
+
     /// Makes `request` on `store` and records it.
     func call(
         _ request: StoreCall, on store: any SessionStore, caller: Int = -1, kind: OperationKind = .read, phase: String

@@ -10,8 +10,8 @@ public struct SessionBenchCommand: AsyncParsableCommand {
         abstract: "Check session-token stores for concurrency bugs and measure what each costs.",
         discussion: exitStatusHelp,
         subcommands: [
-            Compare.self, List.self, Sweep.self, Stress.self, Check.self, Serve.self, RunStore.self,
-            SessionProcessCommand.self,
+            Compare.self, List.self, Sweep.self, Stress.self, Check.self, Explore.self, Serve.self, RunStore.self,
+            SessionProcessCommand.self, ExploreRunCommand.self,
         ],
         defaultSubcommand: Compare.self
     )
@@ -25,6 +25,17 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     public static func main(extraStores: [StoreDescriptor], http: LoopbackHTTP? = nil) async -> Never {
         StoreRegistry.register(extraStores)
         await main(arguments: Array(CommandLine.arguments.dropFirst()), http: http)
+    }
+
+    /// Runs the command line from a `main.swift` with no top-level `await`, and exits with the
+    /// documented status. `explore`'s child processes need this entry: their controlled executor
+    /// must be installed before any task exists, which an async `main` has already made.
+    public static func start(extraStores: [StoreDescriptor] = [], http: LoopbackHTTP? = nil) -> Never {
+        StoreRegistry.register(extraStores)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        ExploreChild.runIfChild(arguments)
+        Task { await main(arguments: arguments, http: http) }
+        dispatchMain()
     }
 
     public static func main(arguments: [String], http: LoopbackHTTP? = nil) async -> Never {

@@ -94,7 +94,9 @@ final class AppSessionStore: SessionStore, @unchecked Sendable {
     }
 }
 
-await SessionBenchCommand.main(extraStores: [
+// `start`, not `await main`: with no top-level await, `explore` can run this store on its
+// controlled scheduler too.
+SessionBenchCommand.start(extraStores: [
     StoreDescriptor(name: "app-store", summary: "the app's NSLock store with an in-flight Task") {
         AppSessionStore(configuration: $0)
     }

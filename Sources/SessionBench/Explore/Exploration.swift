@@ -1,0 +1,216 @@
+import Foundation
+import SessionContract
+import Synchronization
+import TokenServer
+
+/// `explore`: one store on one scenario, run again and again on the controlled executor, each
+/// time in an order the strategy picks, every run judged by the oracle `compare` uses (the
+/// contract's model over the calls, the server's ledger, one refresh per expiry). Time is the
+/// token clock's, moved by the driver, and every `Task.sleep` is one more choice: a run of many
+/// expiries takes microseconds.
+///
+/// Covered: round-based storms of expiries (`expiry-storm`); stores whose work all runs as tasks
+/// and actors. Work on a Dispatch queue, a `Thread` or the main actor does not run on the
+/// controlled executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
+public struct Exploration: Sendable {
+    /// The scenarios `explore` drives.
+    public static let scenarios: Set<Scenario.Kind> = [.expiryStorm]
+
+    public var store: StoreDescriptor
+    public var scenario: Scenario
+    public var strategy: ScheduleStrategy
+    public var seed: UInt64
+    /// PCT's d.
+    public var depth: Int
+    /// Steps one schedule may take before it counts as a store that never finishes.
+    public var stepLimit: Int
+
+    public init(
+        store: StoreDescriptor, scenario: Scenario, strategy: ScheduleStrategy = .random, seed: UInt64 = 1,
+        depth: Int = 3, stepLimit: Int = 200_000
+    ) {
+        self.store = store
+        self.scenario = scenario
+        self.strategy = strategy
+        self.seed = seed
+        self.depth = depth
+        self.stepLimit = stepLimit
+    }
+
+    /// What one schedule did.
+    public struct Run: Sendable {
+        public var schedule: ScheduleText
+        public var end: ScheduleEnd
+        public var violations: [Violation]
+        /// A digest of the ledger and of every call's answer, leaving out real time: equal for
+        /// runs that did the same thing.
+        public var digest: UInt64
+        public var uncontrolledJobs: Int
+    }
+
+    /// What exploring found.
+    public struct Outcome: Sendable {
+        public var schedules = 0
+        public var steps = 0
+        /// The first schedule with a violation, a deadlock or a step limit.
+        public var failing: Run?
+        /// The schedule index (from 1) of that first failure.
+        public var failingAt: Int?
+        /// Jobs enqueued from threads other than the driver's: work not under control.
+        public var uncontrolledJobs = 0
+        public var seconds = 0.0
+    }
+
+    /// The seed of schedule `index` (from 0) of an exploration seeded `seed`.
+    static func scheduleSeed(_ seed: UInt64, _ index: Int) -> UInt64 {
+        var random = SeededRandom(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+        return random.next()
+    }
+
+    /// Runs schedules until `budget` says stop, a schedule fails, or work escapes the executor.
+    /// `progress` hears each schedule's end.
+    public func explore(
+        until budget: (_ schedules: Int, _ elapsed: Duration) -> Bool, progress: (Outcome) -> Void = { _ in }
+    ) -> Outcome {
+        var outcome = Outcome()
+        let started = ContinuousClock.now
+        var longest = 64
+        while budget(outcome.schedules, ContinuousClock.now - started) {
+            let seed = Self.scheduleSeed(self.seed, outcome.schedules)
+            let run: Run
+            switch strategy {
+            case .random: run = self.run(Recording(RandomWalk(seed: seed)), strategy: .random, seed: seed)
+            case .pct:
+                run = self.run(
+                    Recording(PriorityChangePoints(seed: seed, depth: depth, steps: longest)), strategy: .pct, seed: seed)
+            }
+            outcome.schedules += 1
+            outcome.steps += run.schedule.choices.count
+            longest = max(longest, run.schedule.choices.count)
+            outcome.uncontrolledJobs = run.uncontrolledJobs
+            outcome.seconds = (ContinuousClock.now - started).secondsValue
+            if run.uncontrolledJobs > 0 { break }
+            let finished = if case .finished = run.end { true } else { false }
+            if !run.violations.isEmpty || !finished {
+                outcome.failing = run
+                outcome.failingAt = outcome.schedules
+                break
+            }
+            progress(outcome)
+        }
+        outcome.seconds = (ContinuousClock.now - started).secondsValue
+        return outcome
+    }
+
+    /// Plays `schedule` back.
+    public func replay(_ schedule: ScheduleText) -> Run {
+        var run = self.run(Recording(Replay(schedule.choices)), strategy: schedule.strategy, seed: schedule.seed)
+        if case .diverged = run.end {} else { run.schedule = schedule }
+        return run
+    }
+
+    /// One schedule, its choices recorded.
+    func run<Inner: ScheduleChooser>(_ chooser: Recording<Inner>, strategy: ScheduleStrategy, seed: UInt64) -> Run {
+        var chooser = chooser
+        let result = Mutex<(violations: [Violation], digest: UInt64)>(([], 0))
+        let (store, scenario) = (self.store, self.scenario)
+        let before = ControlledExecution.uncontrolledJobs
+        let end = ControlledExecution.drive(
+            {
+                let judged = await Self.expiryStorm(store, scenario)
+                result.withLock { $0 = judged }
+            }, chooser: &chooser, stepLimit: stepLimit)
+        let (violations, digest) = result.withLock { $0 }
+        var found = violations
+        switch end {
+        case .deadlocked(let steps):
+            found.append(
+                Violation(
+                    invariant: .noHang, scenario: scenario.name, seed: seed,
+                    summary: "every task waited and nothing was left to run: the store never answered (deadlock)",
+                    trace: ["after \(steps) step(s)"], occurrences: 1))
+        case .stepLimit(let steps):
+            found.append(
+                Violation(
+                    invariant: .noHang, scenario: scenario.name, seed: seed,
+                    summary: "still running after \(steps) steps: the store yields forever without answering",
+                    trace: [], occurrences: 1))
+        case .finished, .diverged:
+            break
+        }
+        return Run(
+            schedule: ScheduleText(strategy: strategy, seed: seed, choices: chooser.choices), end: end,
+            violations: found, digest: digest, uncontrolledJobs: ControlledExecution.uncontrolledJobs - before)
+    }
+
+    /// The expiry storm: one user signs in; each round the token expires and every caller asks
+    /// for a token at once. Judged: the contract's model over every call and sign-in, the ledger
+    /// (no two refreshes of a session in flight, no reuse), and one refresh per expiry (I1).
+    static func expiryStorm(
+        _ descriptor: StoreDescriptor, _ scenario: Scenario
+    ) async -> (violations: [Violation], digest: UInt64) {
+        let time = ManualTime()
+        let clock = TokenClock.manual(time)
+        var configuration = scenario.serverConfiguration
+        configuration.faults = .none
+        // Token bytes play no part in an interleaving: short ones keep each schedule cheap.
+        configuration.tokenSize = 16
+        let server = TokenServer(configuration: configuration, clock: clock)
+        let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
+        let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
+        let user = Subject("explore-user")
+        let log = CallLog(users: [user], clock: clock, server: server)
+        let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
+        server.setContext("sign-in")
+        do throws(SessionError) { try await log.signIn(user, on: store) } catch {
+            oracle.report(.served, "the first sign-in failed against a healthy server: \(error)")
+            return (oracle.violations, 0)
+        }
+        for round in 0..<scenario.rounds {
+            time.advance(by: scenario.tokenLifetime)
+            server.setContext("round \(round)")
+            let ledgerStart = server.ledger.entries.count
+            await withTaskGroup(of: Void.self) { group in
+                for caller in 0..<scenario.tasks {
+                    group.addTask {
+                        _ = await log.call(.validToken, on: store, caller: caller, phase: "round \(round)")
+                    }
+                }
+            }
+            let attempts = server.ledger.entries.dropFirst(ledgerStart).filter { $0.call == .refresh }
+            oracle.checkOneRefresh(Array(attempts), round: round, what: "expiry", released: nil)
+        }
+        await store.signOut()
+        let handed = Set(log.calls.compactMap { call -> UInt64? in
+            if case .token(let issued) = call.answer { return issued.generation }
+            return nil
+        })
+        oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
+        _ = log.judge(skew: skew, into: oracle)
+        return (oracle.violations, digest(server.ledger.entries, log.calls))
+    }
+
+    /// FNV-1a over what the server did and what each caller got, in order; real times left out.
+    static func digest(_ entries: [LedgerEntry], _ calls: [ObservedCall]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ text: String) {
+            for byte in text.utf8 {
+                hash ^= UInt64(byte)
+                hash &*= 0x0000_0100_0000_01b3
+            }
+        }
+        for entry in entries {
+            mix(
+                "\(entry.call.rawValue) \(entry.family) \(entry.presentedGeneration ?? 0) \(entry.outcome) "
+                    + "\(entry.issuedGeneration ?? 0) \(entry.context)|")
+        }
+        for call in calls {
+            switch call.answer {
+            case .token(let issued): mix("\(call.phase) \(call.caller) token \(issued.generation)|")
+            case .error(let error): mix("\(call.phase) \(call.caller) error \(error)|")
+            case .none: mix("\(call.phase) \(call.caller) none|")
+            }
+        }
+        return hash
+    }
+}

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+
+/// `explore`: each store's scenario run over and over on a controlled scheduler, each run in an
+/// order a seeded strategy picks, until one breaks the contract; the order that broke it is
+/// printed as a schedule string that `--replay` plays back, step for step, in any process.
+struct Explore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Explore task interleavings on a controlled scheduler; replay the one that breaks a store.",
+        discussion: """
+            Each store runs in a process of its own whose default executor runs one job at a time, in an \
+            order the strategy picks; time moves only as the scheduler chooses (a Task.sleep is one more \
+            choice). The first schedule that breaks an invariant is printed with the command that replays it. \
+            Stores whose work leaves the controlled executor (Dispatch queues, Threads, the main actor) are \
+            reported UNCONTROLLED: exploring them says nothing. Scenarios: \
+            \(ExploreOptions.scenarioNames.joined(separator: ", ")).
+
+            Exit status: 0 every explored store passed (or was UNCONTROLLED), 1 a violation was found, \
+            2 bad input or an exploration that could not run.
+            """)
+
+    @OptionGroup var options: ExploreOptions
+
+    mutating func run() async throws {
+        let plan = try options.plan()
+        var report = ExploreReport(plan: plan)
+        if !options.quiet { Log.progress(report.heading) }
+        for store in plan.stores {
+            let outcome = try await ExploreChild.run(store: store, plan: plan)
+            report.add(store: store, outcome)
+            if !options.quiet, plan.replay == nil {
+                Log.progress("explore: \(store): \(outcome.schedules) schedule(s), \(report.verdict(outcome))")
+            }
+        }
+        try OutputWriter.write([(OutputWriter.standardOutput, report.text())])
+        if report.anyViolated { throw ExitCode(ExitStatus.failed.rawValue) }
+    }
+}
+
+/// The options `explore` and its child processes share.
+struct ExploreOptions: ParsableArguments {
+    static let scenarioNames = ScenarioCatalog.all.filter { Exploration.scenarios.contains($0.kind) }.map(\.name)
+
+    @Option(name: .long, help: "Stores to explore, comma-separated (default: every correct store).")
+    var stores: String?
+
+    @Flag(name: .long, help: "With no --stores: the reference-broken stores too.")
+    var includeBroken = false
+
+    @Option(name: .long, help: "The scenario (default: expiry-storm).")
+    var scenario = "expiry-storm"
+
+    @Option(name: .long, help: "random (a uniform walk) or pct (priorities with --depth − 1 change points).")
+    var strategy: String = ScheduleStrategy.random.rawValue
+
+    @Option(
+        name: .long, help: "Schedules per store, 1 to 100000000 (default: 1000, or as many as fit in --for).",
+        transform: ArgumentText.whole(1...100_000_000))
+    var schedules: Int?
+
+    @Option(
+        name: .customLong("for"), help: "Keep exploring each store until this much time has passed, up to 24h, e.g. 30s, 10m.",
+        transform: ArgumentText.duration(0.001...86_400, rangeText: "1ms and 24h"))
+    var timeLimit: DurationArgument?
+
+    @Option(name: .long, help: "Seeds the strategy, 0 to 18446744073709551615 (default: 1).", transform: ArgumentText.seed)
+    var seed: UInt64 = 1
+
+    @Option(name: .long, help: "PCT's depth d: how many ordering constraints a bug needs, 1 to 10 (default: 3).",
+        transform: ArgumentText.whole(1...10))
+    var depth = 3
+
+    @Option(name: .long, help: "Concurrent callers, 1 to 64 (default: 4).", transform: ArgumentText.whole(1...64))
+    var tasks = 4
+
+    @Option(name: .long, help: "Expiries per schedule, 1 to 1000 (default: 2).", transform: ArgumentText.whole(1...1_000))
+    var rounds = 2
+
+    @Option(name: .long, help: "Play this schedule string back (one store) instead of exploring.")
+    var replay: String?
+
+    @Flag(name: .long, help: "No progress lines on standard error.")
+    var quiet = false
+
+    /// What to run, every option checked.
+    func plan() throws(UsageError) -> ExplorePlan {
+        guard ControlledExecution.isAvailable else {
+            throw UsageError("explore needs Swift 6.3's executor SPI on Linux, which this build lacks")
+        }
+        guard let strategy = ScheduleStrategy(rawValue: strategy) else {
+            throw UsageError("--strategy must be random or pct, not '\(Printable.name(self.strategy, limit: 40))'")
+        }
+        guard let chosen = ScenarioCatalog.all.first(where: { $0.name == scenario }),
+            Exploration.scenarios.contains(chosen.kind)
+        else {
+            throw UsageError(
+                "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'")
+        }
+        if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
+        let names = stores.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? []
+        let resolved = try StoreRegistry.resolve(names, includeBroken: includeBroken)
+        var schedule: ScheduleText?
+        if let replay {
+            guard let read = ScheduleText(replay) else {
+                throw UsageError(
+                    "--replay: '\(Printable.name(replay, limit: 60))' is not a schedule string (sbx1:<strategy>:<seed>:<choices>, as explore prints it)")
+            }
+            guard resolved.count == 1, stores != nil else {
+                throw UsageError("--replay plays one store's schedule: name it with --stores")
+            }
+            schedule = read
+        }
+        var explored = chosen
+        explored.tasks = tasks
+        explored.accounts = 1
+        explored.rounds = rounds
+        return ExplorePlan(
+            stores: resolved.map(\.name), scenario: explored, strategy: strategy, seed: seed, depth: depth,
+            schedules: timeLimit == nil ? schedules ?? 1_000 : nil, seconds: timeLimit?.seconds, replay: schedule)
+    }
+}
+
+/// What `explore` runs, as its child processes are told it.
+struct ExplorePlan: Sendable {
+    var stores: [String]
+    var scenario: Scenario
+    var strategy: ScheduleStrategy
+    var seed: UInt64
+    var depth: Int
+    var schedules: Int?
+    var seconds: Double?
+    var replay: ScheduleText?
+
+    /// The child's arguments for `store`.
+    func arguments(for store: String) -> [String] {
+        var arguments = [
+            ExploreChild.command, "--stores", store, "--scenario", scenario.name, "--tasks", String(scenario.tasks),
+            "--rounds", String(scenario.rounds), "--strategy", strategy.rawValue, "--seed", String(seed), "--depth",
+            String(depth), "--quiet",
+        ]
+        if let schedules { arguments += ["--schedules", String(schedules)] }
+        if let seconds { arguments += ["--for", "\(seconds)s"] }
+        if let replay { arguments += ["--replay", replay.description] }
+        return arguments
+    }
+
+    /// The command that plays `schedule` of `store` back.
+    func replayCommand(_ store: String, _ schedule: ScheduleText) -> String {
+        "session-bench explore --stores \(store) --scenario \(scenario.name) --tasks \(scenario.tasks) "
+            + "--rounds \(scenario.rounds) --replay \(schedule)"
+    }
+}
+
+/// What an `explore-run` reaches when the executable's `main` is async (it awaits
+/// `SessionBenchCommand.main`): too late to install the controlled executor, so it says how to
+/// start instead. `SessionBenchCommand.start` runs the child before this is ever parsed.
+struct ExploreRunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: ExploreChild.command, abstract: "Explore one store (used internally by explore).",
+        shouldDisplay: false)
+
+    @OptionGroup var options: ExploreOptions
+
+    func run() throws {
+        throw UsageError(
+            "explore needs its processes to start before any task: this executable's main.swift awaits "
+                + "SessionBenchCommand.main; call SessionBenchCommand.start(extraStores:) instead, with no top-level await")
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import SessionBench
+
+/// What `explore` prints: a line per store (its verdict, schedules run, how fast), then each
+/// violation found with its trace and the command that replays the schedule that broke it.
+struct ExploreReport {
+    let plan: ExplorePlan
+    private(set) var rows: [(store: String, outcome: ExploreChild.Outcome)] = []
+
+    init(plan: ExplorePlan) { self.plan = plan }
+
+    var heading: String {
+        let what = plan.replay.map { "replaying a \($0.strategy.rawValue) schedule of seed \($0.seed)" }
+            ?? (plan.strategy == .pct ? "PCT, depth \(plan.depth)" : "random walk") + ", seed \(plan.seed)"
+        return "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) expiries, \(what)"
+    }
+
+    mutating func add(store: String, _ outcome: ExploreChild.Outcome) { rows.append((store, outcome)) }
+
+    /// pass, violated (with ids), UNCONTROLLED, hung or crashed.
+    func verdict(_ outcome: ExploreChild.Outcome) -> String {
+        if let verdict = outcome.verdict { return verdict.rawValue }
+        if outcome.uncontrolledJobs > 0 { return "UNCONTROLLED" }
+        if !outcome.violations.isEmpty {
+            return "violated " + outcome.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
+        }
+        return "pass"
+    }
+
+    /// Whether any store broke an invariant, hung or crashed (an UNCONTROLLED store has no verdict).
+    var anyViolated: Bool {
+        rows.contains { $0.outcome.verdict != nil || (!$0.outcome.violations.isEmpty && $0.outcome.uncontrolledJobs == 0) }
+    }
+
+    func text() -> String {
+        var lines = [heading]
+        let table: [[String]] =
+            [["store", "verdict", "schedules", "first failing", "schedules/s"]]
+            + rows.map { row in
+                let outcome = row.outcome
+                let rate = outcome.seconds > 0 ? Self.rate(Double(outcome.schedules) / outcome.seconds) : "—"
+                return [
+                    row.store, verdict(outcome), String(outcome.schedules), outcome.failingAt.map { "#\($0)" } ?? "—", rate,
+                ]
+            }
+        let widths = table[0].indices.map { column in table.map { $0[column].count }.max() ?? 0 }
+        for row in table {
+            let cells = row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            lines.append(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
+        for row in rows {
+            let outcome = row.outcome
+            if let problem = outcome.problem { lines.append("\(row.store): \(problem)") }
+            if outcome.uncontrolledJobs > 0 {
+                lines.append(
+                    "\(row.store): UNCONTROLLED — \(outcome.uncontrolledJobs) job(s) came from threads the scheduler does "
+                        + "not drive (a Dispatch queue, a Thread, the main actor): explore has no verdict for this store; "
+                        + "compare and stress do")
+                continue
+            }
+            guard !outcome.violations.isEmpty else { continue }
+            if let end = outcome.end { lines.append("\(row.store): the schedule \(end)") }
+            for violation in outcome.violations {
+                lines.append("  \(violation.invariant): \(violation.summary)")
+                for step in violation.trace.prefix(6) { lines.append("    \(step)") }
+            }
+            if let text = outcome.schedule, let schedule = ScheduleText(text) {
+                lines.append("  replay: \(plan.replayCommand(row.store, schedule))")
+            }
+            if let digest = outcome.digest { lines.append("  ledger digest: \(digest)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func rate(_ value: Double) -> String {
+        value >= 1_000 ? String(format: "%.1fk", value / 1_000) : String(format: "%.0f", value)
+    }
+}

@@ -1,0 +1,168 @@
+import ArgumentParser
+import Foundation
+import SessionBench
+import SessionContract
+import Synchronization
+
+/// The process `explore` starts for each store: the controlled executor installed before any
+/// task exists, the exploration driven from the main thread, one JSON line of what it found on
+/// standard output. A store that blocks the driving thread, or crashes, takes only this process.
+public enum ExploreChild {
+    static let command = "explore-run"
+
+    /// What a child found, as it writes it.
+    struct Outcome: Codable, Sendable {
+        var schedules: Int
+        var steps: Int
+        var seconds: Double
+        var uncontrolledJobs: Int
+        /// The first failing schedule (or, replaying, the schedule played).
+        var schedule: String?
+        var failingAt: Int?
+        var end: String?
+        var violations: [Violation]
+        /// Of the failing or replayed schedule, in hexadecimal.
+        var digest: String?
+        /// Set by the parent when the child did not finish: hung, crashed, or could not run.
+        var problem: String?
+        var verdict: ScenarioResult.Verdict?
+    }
+
+    /// When the process was started as an explore child: runs it and exits. Otherwise returns at
+    /// once. Call first thing in `main`, before any task: the controlled executor can only be made
+    /// the default one then.
+    public static func runIfChild(_ arguments: [String]) {
+        guard arguments.first == command else { return }
+        Lifeline.watch()
+        if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
+        let options: ExploreOptions
+        let plan: ExplorePlan
+        do {
+            options = try ExploreOptions.parse(Array(arguments.dropFirst()))
+            plan = try options.plan()
+        } catch {
+            // The parent prints this line as its own error.
+            let text = (error as? UsageError)?.description ?? ExploreOptions.message(for: error)
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+            exit(ExitStatus.usage.rawValue)
+        }
+        guard let name = plan.stores.first, let store = StoreRegistry.named(name), ControlledExecution.install() else {
+            FileHandle.standardError.write(Data("session-bench \(command): no store, or no controlled executor\n".utf8))
+            exit(ExitStatus.usage.rawValue)
+        }
+        let exploration = Exploration(
+            store: store, scenario: plan.scenario, strategy: plan.strategy, seed: plan.seed, depth: plan.depth)
+        var outcome: Outcome
+        if let schedule = plan.replay {
+            let run = exploration.replay(schedule)
+            outcome = Outcome(
+                schedules: 1, steps: run.schedule.choices.count, seconds: 0, uncontrolledJobs: run.uncontrolledJobs,
+                schedule: run.schedule.description, failingAt: nil, end: describe(run.end), violations: run.violations,
+                digest: Self.finished(run.end) ? String(run.digest, radix: 16) : nil)
+        } else {
+            let limit = plan.seconds.map { DurationText.duration(seconds: $0) }
+            let found = exploration.explore { schedules, elapsed in
+                if let limit { return schedules == 0 || elapsed < limit }
+                return schedules < plan.schedules ?? 1_000
+            }
+            outcome = Outcome(
+                schedules: found.schedules, steps: found.steps, seconds: found.seconds,
+                uncontrolledJobs: found.uncontrolledJobs, schedule: found.failing?.schedule.description,
+                failingAt: found.failingAt, end: found.failing.map { describe($0.end) },
+                violations: found.failing?.violations ?? [],
+                digest: found.failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let line = (try? encoder.encode(outcome)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        exit(0)
+    }
+
+    /// Whether the schedule's body returned (its digest says what it did).
+    static func finished(_ end: ScheduleEnd) -> Bool {
+        if case .finished = end { return true }
+        return false
+    }
+
+    static func describe(_ end: ScheduleEnd) -> String {
+        switch end {
+        case .finished(let steps): "finished after \(steps) steps"
+        case .deadlocked(let steps): "deadlocked after \(steps) steps"
+        case .stepLimit(let steps): "still running after \(steps) steps"
+        case .diverged(let steps):
+            "diverged at step \(steps): the schedule does not fit this build or store (a choice past the jobs held)"
+        }
+    }
+
+    /// How long a child may take before it counts as hung: its time, or its schedules at a
+    /// generous 10 ms each, and a minute more.
+    static func budget(_ plan: ExplorePlan) -> Duration {
+        let seconds = plan.seconds ?? Double(plan.replay == nil ? plan.schedules ?? 1_000 : 1) * 0.01
+        return DurationText.duration(seconds: seconds + 60)
+    }
+
+    /// Runs `store`'s exploration in a child process and reads what it found.
+    static func run(store: String, plan: ExplorePlan) async throws -> Outcome {
+        let child: Child
+        do {
+            child = try Child.spawn(
+                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store),
+                environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw UsageError("explore: could not start the exploring process: \(error)")
+        }
+        child.closeInput()
+        let collected = Mutex<(lines: [String], errors: [String])>(([], []))
+        let reader = Thread { child.readLines { line in collected.withLock { $0.lines.append(line) } } }
+        reader.start()
+        let errorReader = Thread {
+            child.readErrorLines { line in
+                collected.withLock { state in
+                    state.errors.append(line)
+                    if state.errors.count > 50 { state.errors.removeFirst() }
+                }
+            }
+        }
+        errorReader.start()
+        let deadline = ContinuousClock.now + budget(plan)
+        var end = child.poll()
+        var timedOut = false
+        while end == nil {
+            if ContinuousClock.now > deadline {
+                timedOut = true
+                end = child.kill()
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+            end = child.poll()
+        }
+        let drain = ContinuousClock.now + .seconds(5)
+        while !(reader.isFinished && errorReader.isFinished), ContinuousClock.now < drain {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let (lines, errors) = collected.withLock { ($0.lines, $0.errors) }
+        if let last = lines.last, case .exited(0)? = end,
+            let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(last.utf8))
+        {
+            return outcome
+        }
+        if case .exited(let status)? = end, status == ExitStatus.usage.rawValue {
+            throw UsageError(errors.last ?? "explore: the exploring process refused its plan")
+        }
+        var outcome = Outcome(
+            schedules: 0, steps: 0, seconds: 0, uncontrolledJobs: 0, schedule: nil, failingAt: nil, end: nil,
+            violations: [])
+        let trap = TrapMessage.find(in: errors)
+        if timedOut {
+            outcome.verdict = .hung
+            outcome.problem =
+                "the exploring process did not finish in \(InputRange.text(budget(plan).secondsValue)) s and was killed: "
+                + "the store blocked the scheduler's only thread (a lock or semaphore waited on across an await?)"
+        } else {
+            outcome.verdict = .crashed
+            outcome.problem = "the exploring process ended: \(end.map { "\($0)" } ?? "unknown")" + (trap.map { "; it had printed: \($0)" } ?? "")
+        }
+        return outcome
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import SessionBench
+
+/// The parts of `explore` that are plain values: schedule strings and the strategies' choices.
+@Suite("Explore: schedules and strategies")
+struct ScheduleTests {
+    @Test("a schedule string reads back as the choices it was written from; runs are folded")
+    func roundTrip() throws {
+        let choices = [0, 0, 0, 0, 3, 1, 1, 35, 36, 0, 2, 2, 2]
+        let text = ScheduleText(strategy: .pct, seed: 42, choices: choices)
+        #expect(text.description == "sbx1:pct:42:0*4.3.1.1.z.10.0.2*3")
+        let read = try #require(ScheduleText(text.description))
+        #expect(read == text)
+        #expect(ScheduleText("sbx1:random:7:")?.choices == [])
+    }
+
+    @Test("anything else is not a schedule string", arguments: [
+        "", "sbx1", "sbx2:random:1:0", "sbx1:dfs:1:0", "sbx1:random:-1:0", "sbx1:random:1:0..1", "sbx1:random:1:A",
+        "sbx1:random:1:0*0", "sbx1:random:1:0*99999999", "sbx1:random:1:0:1", "sbx1:random:1:-1", "sbx1:random:1:0*",
+    ])
+    func refused(_ text: String) {
+        #expect(ScheduleText(text) == nil, "\(text)")
+    }
+
+    static func jobs(_ ids: [UInt]) -> [HeldJob] { ids.map { HeldJob(id: $0, isTimer: false) } }
+
+    @Test("PCT of depth 1 runs the highest-priority task for as long as it has a step; the same seed, the same order")
+    func pctKeepsPriorities() {
+        var first = PriorityChangePoints(seed: 5, depth: 1, steps: 10)
+        var second = PriorityChangePoints(seed: 5, depth: 1, steps: 10)
+        let held = Self.jobs([10, 20, 30])
+        let pick = first.choose(held, step: 0)
+        #expect(second.choose(held, step: 0) == pick)
+        // The same task is chosen again wherever it stands among the jobs held.
+        let favourite = held[pick].id
+        let reordered = Self.jobs([30, 20, 10].filter { $0 != favourite } + [favourite])
+        #expect(first.choose(reordered, step: 1) == reordered.count - 1)
+    }
+
+    @Test("at a change point the task about to run drops below every other")
+    func pctChangePoint() {
+        // depth 2 over one step: the one change point is step 0.
+        var chooser = PriorityChangePoints(seed: 9, depth: 2, steps: 1)
+        var plain = PriorityChangePoints(seed: 9, depth: 1, steps: 1)
+        let held = Self.jobs([1, 2])
+        let without = plain.choose(held, step: 0)
+        let with = chooser.choose(held, step: 0)
+        #expect(with != without, "the task that would have run is passed over")
+        #expect(chooser.choose(held, step: 1) == with, "and stays below the other")
+    }
+
+    @Test("a replay answers out of range once its script ends, so the executor calls it diverged")
+    func replayEnds() {
+        var replay = Replay([1, 0])
+        let held = Self.jobs([1, 2])
+        #expect(replay.choose(held, step: 0) == 1)
+        #expect(replay.choose(held, step: 1) == 0)
+        #expect(replay.choose(held, step: 2) == -1)
+    }
+
+    @Test("a random walk's choices come from its seed alone")
+    func randomWalk() {
+        var one = Recording(RandomWalk(seed: 3))
+        var two = Recording(RandomWalk(seed: 3))
+        let held = Self.jobs(Array(1...7))
+        for step in 0..<50 {
+            _ = one.choose(held, step: step)
+            _ = two.choose(held, step: step)
+        }
+        #expect(one.choices == two.choices)
+        #expect(Set(one.choices).count > 3 && one.choices.allSatisfy { (0..<7).contains($0) })
+    }
+}
+
+/// `explore` through the executable: each store in a process whose default executor is the
+/// controlled one.
+@Suite("Explore: through the command line", .tags(.slow), .skippedInQuickRun, .serialized,
+    .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
+struct ExploreCommandTests {
+    /// The replay command the report prints, as arguments.
+    static func replayArguments(in stdout: String) -> [String]? {
+        guard let line = stdout.split(separator: "\n").first(where: { $0.contains("replay: session-bench explore") })
+        else { return nil }
+        let command = line.components(separatedBy: "replay: session-bench ")[1]
+        return command.split(separator: " ").map(String.init)
+    }
+
+    /// The table row of `store`, split into its columns (verdicts of two words are split too).
+    static func row(_ store: String, in stdout: String) -> [String] {
+        stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }.first { $0.first == store } ?? []
+    }
+
+    static func digest(in stdout: String) -> String? {
+        stdout.split(separator: "\n").first { $0.contains("ledger digest: ") }.map {
+            String($0.components(separatedBy: "ledger digest: ")[1])
+        }
+    }
+
+    @Test("the re-entrant actor breaks single-flight at once; its schedule replays in other processes to the same ledger")
+    func naiveActorFoundAndReplayed() async throws {
+        let run = try await ToolProcess.run(["explore", "--stores", "actor-naive", "--quiet"], timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("actor-naive", in: run.stdout).dropFirst().prefix(2) == ["violated", "I1,I7,I27"], "\(run.stdout)")
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
+        #expect(!run.stdout.contains("explore-user"), "the user id is never printed")
+        for _ in 0..<3 {
+            let again = try await ToolProcess.run(replay + ["--quiet"], timeout: 120)
+            #expect(again.status == 1, "\(again.stdout)\(again.stderr)")
+            #expect(Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+            #expect(again.stdout.contains("violated I1"), "\(again.stdout)")
+        }
+    }
+
+    @Test("correct stores whose work is all tasks and actors pass a thousand schedules")
+    func correctStoresPass() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "mutex,lock-free-read,actor-task", "--schedules", "1000", "--quiet"], timeout: 300)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let rows = run.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        for store in ["mutex", "lock-free-read", "actor-task"] {
+            #expect(rows.contains { $0.count >= 3 && $0[0] == store && $0[1] == "pass" && $0[2] == "1000" }, "\(store): \(run.stdout)")
+        }
+    }
+
+    static let selfTest = ["SESSION_BENCH_SELF_TEST_STORES": "1"]
+
+    @Test("a store resumed from a Dispatch thread is UNCONTROLLED, named, with no verdict")
+    func dispatchStoreUncontrolled() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "dispatch-hop", "--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("dispatch-hop", in: run.stdout).dropFirst().first == "UNCONTROLLED", "\(run.stdout)")
+        #expect(run.stdout.contains("dispatch-hop: UNCONTROLLED — "), "\(run.stdout)")
+    }
+
+    @Test("stores on Dispatch queues' sync calls, and on the main actor, run on the driving thread: explored, and pass")
+    func syncQueuesAndMainActorPass() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "serial-queue,barrier-queue,main-actor,nslock", "--schedules", "300", "--quiet"],
+            timeout: 300)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(!run.stdout.contains("UNCONTROLLED") && run.stdout.components(separatedBy: " pass ").count == 5, "\(run.stdout)")
+    }
+
+    @Test("a store that never answers is a deadlock (I3), one that traps is crashed, and the tool goes on to the next")
+    func hangs() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "hangs-on-expiry,crashes-on-expiry,mutex", "--schedules", "5", "--quiet"],
+            environment: Self.selfTest,
+            timeout: 300)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("hangs-on-expiry", in: run.stdout).dropFirst().prefix(2) == ["violated", "I3"], "\(run.stdout)")
+        #expect(run.stdout.contains("deadlock"), "\(run.stdout)")
+        #expect(Self.row("crashes-on-expiry", in: run.stdout).dropFirst().first == "crashed", "\(run.stdout)")
+        #expect(Self.row("mutex", in: run.stdout).dropFirst().first == "pass", "\(run.stdout)")
+    }
+
+    @Test("bad input is one line and exit 2", arguments: [
+        (["explore", "--strategy", "dfs"], "--strategy must be random or pct"),
+        (["explore", "--scenario", "steady-reads"], "explore runs expiry-storm"),
+        (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
+        (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),
+        (["explore", "--schedules", "10", "--for", "1s"], "give --schedules or --for, not both"),
+        (["explore", "--tasks", "0"], "--tasks"),
+        (["explore", "--stores", "nope"], "unknown store"),
+    ])
+    func badInput(_ arguments: [String], _ mention: String) async throws {
+        let run = try await ToolProcess.run(arguments, timeout: 60)
+        #expect(run.status == 2, "\(arguments): \(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1 && run.stderr.contains(mention), "\(arguments): \(run.stderr)")
+        #expect(run.stdout.isEmpty)
+    }
+}
