@@ -37,6 +37,11 @@ enum SelfTestStores {
             isReferenceBroken: true
         ) { AllocatingStore(configuration: $0) },
         StoreDescriptor(
+            name: "mutex-unshared-refresh",
+            summary: "a Mutex around the grant, each caller that finds it expired refreshing on its own (self-test)",
+            isReferenceBroken: true
+        ) { UnsharedRefreshStore(configuration: $0) },
+        StoreDescriptor(
             name: "dispatch-hop",
             summary: "the mutex store, each read first hopping through a global DispatchQueue (self-test)",
             isReferenceBroken: true
@@ -74,6 +79,39 @@ private final class RestoredWithoutRefreshToken: SessionStore {
 
 /// The mutex store with exactly one heap allocation of ``bytes`` bytes on every read: a store
 /// whose allocations per read are known to be 1.
+/// A `Mutex` around the grant and nothing else: a caller that finds the token expired sends its
+/// own refresh, so two callers between the check and the answer refresh twice (no await is
+/// ever made under the lock, and no actor is involved).
+private final class UnsharedRefreshStore: SessionStore {
+    private let configuration: SessionStoreConfiguration
+    private let grant = Mutex<TokenGrant?>(nil)
+
+    init(configuration: SessionStoreConfiguration) { self.configuration = configuration }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        guard let held = grant.withLock({ $0 }) else { throw .signedOut }
+        let now = configuration.clock.now()
+        if held.accessToken.isFresh(at: now, margin: configuration.refreshSkew) { return held.accessToken }
+        let next: TokenGrant
+        do throws(TokenEndpointError) { next = try await configuration.endpoint.refresh(held.refreshToken) } catch {
+            throw error == .invalidGrant ? .refreshTokenRevoked : .refreshFailed
+        }
+        grant.withLock { $0 = next }
+        return next.accessToken
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await validToken() }
+
+    func signIn(_ credentials: Credentials) async throws(SessionError) {
+        do throws(TokenEndpointError) {
+            let first = try await configuration.endpoint.signIn(credentials)
+            grant.withLock { $0 = first }
+        } catch { throw .refreshFailed }
+    }
+
+    func signOut() async { grant.withLock { $0 = nil } }
+}
+
 /// The mutex store, each `validToken()` first waiting for a block on a global Dispatch queue to
 /// resume it: correct, but part of its work runs where no task executor sees it.
 private final class DispatchHopStore: SessionStore {

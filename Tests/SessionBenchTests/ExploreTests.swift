@@ -127,6 +127,39 @@ struct ExploreCommandTests {
 
     static let selfTest = ["SESSION_BENCH_SELF_TEST_STORES": "1"]
 
+    @Test("a Mutex store with no single-flight refresh is caught too: every server answer is a choice")
+    func lockStoreRaceFound() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "mutex-unshared-refresh", "--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("mutex-unshared-refresh", in: run.stdout).dropFirst().first == "violated", "\(run.stdout)")
+        #expect(run.stdout.contains("I1 single-flight"), "\(run.stdout)")
+    }
+
+    @Test("a correct store's schedule replays in other processes to the same ledger; one that does not fit says so, exit 2")
+    func correctStoreReplays() async throws {
+        // Always the first job held: too long a script ends with choices left over, and says
+        // where the schedule finished.
+        let long = try await ToolProcess.run(["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0*100000", "--quiet"])
+        #expect(long.status == 2, "\(long.stdout)\(long.stderr)")
+        #expect(long.stdout.contains("the schedule does not replay"), "\(long.stdout)")
+        let words = long.stdout.components(separatedBy: "diverged at step ")
+        let steps = try #require(words.count > 1 ? Int(words[1].prefix { $0.isNumber }) : nil, "\(long.stdout)")
+        // Exactly that long: it finishes, and does the same thing in every process (the stores'
+        // waiters sit in dictionaries: the exploring processes hash the same way every time).
+        var digests: [String] = []
+        for _ in 0..<3 {
+            let again = try await ToolProcess.run(
+                ["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0*\(steps)", "--quiet"])
+            #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+            digests.append(try #require(Self.digest(in: again.stdout), "\(again.stdout)"))
+        }
+        #expect(Set(digests).count == 1, "\(digests)")
+        // Cut short: a choice past the end of the script.
+        let cut = try await ToolProcess.run(["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0.0", "--quiet"])
+        #expect(cut.status == 2 && cut.stdout.contains("the schedule does not replay"), "\(cut.stdout)\(cut.stderr)")
+    }
+
     @Test("a store resumed from a Dispatch thread is UNCONTROLLED, named, with no verdict")
     func dispatchStoreUncontrolled() async throws {
         let run = try await ToolProcess.run(

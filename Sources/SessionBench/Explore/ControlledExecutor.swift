@@ -13,6 +13,13 @@ public struct HeldJob: Sendable {
     /// The job's address: the same task keeps it from step to step.
     public let id: UInt
     public let isTimer: Bool
+    /// A timer's deadline on the scheduler's virtual clock, in nanoseconds.
+    var deadline: Int64 = 0
+
+    public init(id: UInt, isTimer: Bool) {
+        self.id = id
+        self.isTimer = isTimer
+    }
 }
 
 /// Picks which held job runs next.
@@ -73,13 +80,16 @@ public enum ControlledExecution {
     }
 
     /// Starts `body` as a task and runs every job on this thread, one at a time, in the order
-    /// `chooser` picks, until `body` returns. Jobs left when it returns (work a store started and
-    /// nobody awaited) are dropped, so the next schedule starts empty. Jobs from other threads are
+    /// `chooser` picks, until `body` returns; then the jobs it left (work a store started and
+    /// nobody awaited) run too, up to the step limit, so no actor is left mid-turn; any still held
+    /// then are dropped, so the next schedule starts empty. A timer is a choice only once every
+    /// timer due before it has fired (virtual time: each fires at its own deadline, in order).
+    /// Jobs from other threads are
     /// taken as they come and counted (``uncontrolledJobs``); with nothing held and `body` not
     /// done, the driver waits up to `quiet` for one before calling the schedule deadlocked.
     public static func drive(
         _ body: @escaping @Sendable () async -> Void, chooser: inout some ScheduleChooser, stepLimit: Int,
-        quiet: Duration = .milliseconds(200)
+        quiet: Duration = .seconds(1)
     ) -> ScheduleEnd {
         #if compiler(>=6.3) && os(Linux)
         return ControlledExecutor.shared.drive(body, chooser: &chooser, stepLimit: stepLimit, quiet: quiet)
@@ -103,11 +113,12 @@ final class ControlledMainExecutor: MainExecutor, SchedulingExecutor, @unchecked
     func enqueue(_ job: consuming ExecutorJob) { ControlledExecutor.shared.hold(UnownedJob(job), timer: false, main: true) }
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
-        ControlledExecutor.shared.hold(UnownedJob(job), timer: true, main: true)
+        ControlledExecutor.shared.hold(UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(delay), main: true)
     }
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
-        ControlledExecutor.shared.hold(UnownedJob(job), timer: true, main: true)
+        ControlledExecutor.shared.hold(
+            UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(clock.now.duration(to: instant)), main: true)
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
@@ -128,6 +139,21 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
 
     private struct Held {
         var jobs: [(job: UnownedJob, info: HeldJob, main: Bool)] = []
+        /// The virtual clock: the deadline of the last timer fired, in nanoseconds.
+        var now: Int64 = 0
+
+        /// The jobs that may run next, and where each is held: every job but a timer, and the
+        /// timers due first.
+        func enabled() -> (jobs: [HeldJob], at: [Int]) {
+            let due = jobs.lazy.filter(\.info.isTimer).map(\.info.deadline).min()
+            var enabled: [HeldJob] = []
+            var at: [Int] = []
+            for (index, held) in jobs.enumerated() where !held.info.isTimer || held.info.deadline == due {
+                enabled.append(held.info)
+                at.append(index)
+            }
+            return (enabled, at)
+        }
     }
 
     private let held = Mutex(Held())
@@ -135,22 +161,34 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
     private let driver = Atomic<UInt>(0)
     let offThread = Atomic(0)
 
-    func hold(_ job: UnownedJob, timer: Bool, main: Bool = false) {
+    /// A delay in whole nanoseconds, 0 for a clock whose durations are not `Duration`s.
+    static func nanoseconds<D: DurationProtocol>(_ delay: D) -> Int64 {
+        guard let delay = delay as? Duration else { return 0 }
+        let (seconds, attoseconds) = delay.components
+        guard seconds >= 0 else { return 0 }
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max / 2 : scaled &+ attoseconds / 1_000_000_000
+    }
+
+    func hold(_ job: UnownedJob, timer: Bool, after nanoseconds: Int64 = 0, main: Bool = false) {
         if UInt(pthread_self()) != driver.load(ordering: .relaxed) {
             offThread.add(1, ordering: .relaxed)
         }
-        let info = HeldJob(id: unsafeBitCast(job, to: UInt.self), isTimer: timer)
-        held.withLock { $0.jobs.append((job, info, main)) }
+        var info = HeldJob(id: unsafeBitCast(job, to: UInt.self), isTimer: timer)
+        held.withLock { held in
+            info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
+            held.jobs.append((job, info, main))
+        }
     }
 
     func enqueue(_ job: consuming ExecutorJob) { hold(UnownedJob(job), timer: false) }
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
-        hold(UnownedJob(job), timer: true)
+        hold(UnownedJob(job), timer: true, after: Self.nanoseconds(delay))
     }
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
-        hold(UnownedJob(job), timer: true)
+        hold(UnownedJob(job), timer: true, after: Self.nanoseconds(clock.now.duration(to: instant)))
     }
 
     func drive(
@@ -162,32 +200,49 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
             driver.store(0, ordering: .relaxed)
             held.withLock { $0.jobs.removeAll() }
         }
-        held.withLock { $0.jobs.removeAll() }
+        held.withLock { held in
+            held.jobs.removeAll()
+            held.now = 0
+        }
         let done = Atomic(false)
         Task.detached {
             await body()
             done.store(true, ordering: .releasing)
         }
         var steps = 0
+        /// Steps the jobs left behind may take once the body has returned.
+        let drain = 10_000
+        var returnedAt: Int?
         let executor = asUnownedTaskExecutor()
         let mainExecutor = ControlledMainExecutor.shared.asUnownedSerialExecutor()
-        while !done.load(ordering: .acquiring) {
-            guard steps < stepLimit else { return .stepLimit(steps: steps) }
-            var jobs = held.withLock { held in held.jobs.map(\.info) }
+        while true {
+            if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = steps }
+            if let returnedAt {
+                if steps >= returnedAt + drain { return .finished(steps: steps) }
+            } else if steps >= stepLimit {
+                return .stepLimit(steps: steps)
+            }
+            var (jobs, at) = held.withLock { $0.enabled() }
             if jobs.isEmpty {
+                if returnedAt != nil { return .finished(steps: steps) }
                 // Nothing here: wait a while for a job from another thread.
                 let until = ContinuousClock.now + quiet
                 while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
                     usleep(200)
-                    jobs = held.withLock { held in held.jobs.map(\.info) }
+                    (jobs, at) = held.withLock { $0.enabled() }
                 }
-                if done.load(ordering: .acquiring) { break }
-                if jobs.isEmpty { return .deadlocked(steps: steps) }
+                if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: steps) }
+                continue
             }
             let index = chooser.choose(jobs, step: steps)
             guard jobs.indices.contains(index) else { return .diverged(steps: steps) }
-            // Jobs from other threads only ever append: the index still names the same job.
-            let (job, _, main) = held.withLock { $0.jobs.remove(at: index) }
+            // Jobs from other threads only ever append: the position still names the same job.
+            let (job, info, main) = held.withLock { held in
+                let taken = held.jobs.remove(at: at[index])
+                if taken.info.isTimer { held.now = max(held.now, taken.info.deadline) }
+                return taken
+            }
+            _ = info
             if main {
                 job.runSynchronously(on: mainExecutor)
             } else {
@@ -195,7 +250,6 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
             }
             steps += 1
         }
-        return .finished(steps: steps)
     }
 }
 #endif

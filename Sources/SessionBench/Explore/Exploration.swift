@@ -9,9 +9,10 @@ import TokenServer
 /// token clock's, moved by the driver, and every `Task.sleep` is one more choice: a run of many
 /// expiries takes microseconds.
 ///
-/// Covered: round-based storms of expiries (`expiry-storm`); stores whose work all runs as tasks
-/// and actors. Work on a Dispatch queue, a `Thread` or the main actor does not run on the
-/// controlled executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
+/// Covered: round-based storms of expiries (`expiry-storm`); stores whose work runs as tasks,
+/// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
+/// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
+/// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [.expiryStorm]
@@ -22,19 +23,19 @@ public struct Exploration: Sendable {
     public var seed: UInt64
     /// PCT's d.
     public var depth: Int
-    /// Steps one schedule may take before it counts as a store that never finishes.
-    public var stepLimit: Int
+    /// Steps one schedule may take before it counts as a store that never finishes: a thousand
+    /// per call, and never fewer than 200,000.
+    public var stepLimit: Int { max(200_000, scenario.tasks * scenario.rounds * 1_000) }
 
     public init(
         store: StoreDescriptor, scenario: Scenario, strategy: ScheduleStrategy = .random, seed: UInt64 = 1,
-        depth: Int = 3, stepLimit: Int = 200_000
+        depth: Int = 3
     ) {
         self.store = store
         self.scenario = scenario
         self.strategy = strategy
         self.seed = seed
         self.depth = depth
-        self.stepLimit = stepLimit
     }
 
     /// What one schedule did.
@@ -103,8 +104,11 @@ public struct Exploration: Sendable {
     }
 
     /// Plays `schedule` back.
+    /// Plays `schedule` back. A schedule that needs a choice past the jobs held, or that ends
+    /// with choices left over, does not fit this store and build: its end is `.diverged`.
     public func replay(_ schedule: ScheduleText) -> Run {
         var run = self.run(Recording(Replay(schedule.choices)), strategy: schedule.strategy, seed: schedule.seed)
+        if case .finished(let steps) = run.end, steps < schedule.choices.count { run.end = .diverged(steps: steps) }
         if case .diverged = run.end {} else { run.schedule = schedule }
         return run
     }
@@ -138,9 +142,12 @@ public struct Exploration: Sendable {
         case .finished, .diverged:
             break
         }
+        // A digest of a schedule whose body never returned says nothing.
+        let finished = if case .finished = end { true } else { false }
         return Run(
             schedule: ScheduleText(strategy: strategy, seed: seed, choices: chooser.choices), end: end,
-            violations: found, digest: digest, uncontrolledJobs: ControlledExecution.uncontrolledJobs - before)
+            violations: found, digest: finished ? digest : 0,
+            uncontrolledJobs: ControlledExecution.uncontrolledJobs - before)
     }
 
     /// The expiry storm: one user signs in; each round the token expires and every caller asks
@@ -153,7 +160,11 @@ public struct Exploration: Sendable {
         let clock = TokenClock.manual(time)
         var configuration = scenario.serverConfiguration
         configuration.faults = .none
-        // Token bytes play no part in an interleaving: short ones keep each schedule cheap.
+        // Every answer of the server travels: a timer, so the scheduler may run anything while a
+        // refresh is on its way (with no latency a refresh of a store with no actor hop would be
+        // one step, and its races out of reach). Token bytes play no part: short ones keep each
+        // schedule cheap.
+        configuration.latency = .fixed(.milliseconds(1))
         configuration.tokenSize = 16
         let server = TokenServer(configuration: configuration, clock: clock)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
@@ -180,13 +191,15 @@ public struct Exploration: Sendable {
             let attempts = server.ledger.entries.dropFirst(ledgerStart).filter { $0.call == .refresh }
             oracle.checkOneRefresh(Array(attempts), round: round, what: "expiry", released: nil)
         }
-        await store.signOut()
+        server.setContext("sign-out")
+        await log.signOut(store)
         let handed = Set(log.calls.compactMap { call -> UInt64? in
             if case .token(let issued) = call.answer { return issued.generation }
             return nil
         })
         oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
-        _ = log.judge(skew: skew, into: oracle)
+        // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
+        _ = log.judge(skew: skew, paced: true, into: oracle)
         return (oracle.violations, digest(server.ledger.entries, log.calls))
     }
 

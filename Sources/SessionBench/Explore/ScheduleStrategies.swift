@@ -38,8 +38,11 @@ public struct PriorityChangePoints: ScheduleChooser {
         // at every depth.
         var points = SeededRandom(seed: seed ^ 0xC4A9_6E5D_0F1B_7A33)
         var changes: [Int: UInt64] = [:]
+        // Distinct steps, so no change point is lost to another (while the schedule has room).
         for point in 1..<max(1, depth) {
-            changes[Int(points.next() % UInt64(max(1, steps)))] = UInt64(point)
+            var step = Int(points.next() % UInt64(max(1, steps)))
+            while changes[step] != nil, changes.count < steps { step = Int(points.next() % UInt64(max(1, steps))) }
+            changes[step] = UInt64(point)
         }
         self.changes = changes
         random = SeededRandom(seed: seed)

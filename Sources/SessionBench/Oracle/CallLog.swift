@@ -58,10 +58,12 @@ final class CallLog: Sendable {
 
     /// Judges everything recorded, and the server calls made for it, into `oracle`; returns the
     /// lifecycle transitions it drove.
-    func judge(skew: Duration, into oracle: Oracle) -> LifecycleCoverage {
+    /// `paced`: judge a store's own refusals like any error, with no excuse for a refresh rate
+    /// limit on real time (``ContractJudge/paced``).
+    func judge(skew: Duration, paced: Bool = false, into oracle: Oracle) -> LifecycleCoverage {
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
-        var judge = ContractJudge(skew: skew)
+        var judge = ContractJudge(skew: skew, paced: paced)
         judge.judge(calls, timeline: timeline) { oracle.report($0) }
         judge.judgeServerCalls(timeline) { oracle.report($0) }
         var coverage = LifecycleCoverage()

@@ -13,12 +13,12 @@ struct Explore: AsyncParsableCommand {
             Each store runs in a process of its own whose default executor runs one job at a time, in an \
             order the strategy picks; time moves only as the scheduler chooses (a Task.sleep is one more \
             choice). The first schedule that breaks an invariant is printed with the command that replays it. \
-            Stores whose work leaves the controlled executor (Dispatch queues, Threads, the main actor) are \
+            Stores whose work is resumed from other threads (a block on a Dispatch queue, a Thread) are \
             reported UNCONTROLLED: exploring them says nothing. Scenarios: \
             \(ExploreOptions.scenarioNames.joined(separator: ", ")).
 
-            Exit status: 0 every explored store passed (or was UNCONTROLLED), 1 a violation was found, \
-            2 bad input or an exploration that could not run.
+            Exit status: 0 every explored store passed (or was UNCONTROLLED), 1 a violation was found or a \
+            store hung or crashed its process, 2 bad input or a replayed schedule that does not fit.
             """)
 
     @OptionGroup var options: ExploreOptions
@@ -35,6 +35,7 @@ struct Explore: AsyncParsableCommand {
             }
         }
         try OutputWriter.write([(OutputWriter.standardOutput, report.text())])
+        if report.anyError { throw ExitCode(ExitStatus.usage.rawValue) }
         if report.anyViolated { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }
@@ -99,7 +100,10 @@ struct ExploreOptions: ParsableArguments {
                 "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'")
         }
         if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
-        let names = stores.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? []
+        let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
+        if stores != nil, names.isEmpty { throw UsageError("--stores needs at least one name (see 'session-bench list')") }
         let resolved = try StoreRegistry.resolve(names, includeBroken: includeBroken)
         var schedule: ScheduleText?
         if let replay {

@@ -29,8 +29,14 @@ struct ExploreReport {
 
     /// Whether any store broke an invariant, hung or crashed (an UNCONTROLLED store has no verdict).
     var anyViolated: Bool {
-        rows.contains { $0.outcome.verdict != nil || (!$0.outcome.violations.isEmpty && $0.outcome.uncontrolledJobs == 0) }
+        rows.contains {
+            $0.outcome.verdict == .hung || $0.outcome.verdict == .crashed
+                || (!$0.outcome.violations.isEmpty && $0.outcome.uncontrolledJobs == 0)
+        }
     }
+
+    /// Whether a run could not be carried out (a replayed schedule that does not fit).
+    var anyError: Bool { rows.contains { $0.outcome.verdict == .error } }
 
     func text() -> String {
         var lines = [heading]
@@ -54,11 +60,18 @@ struct ExploreReport {
             if outcome.uncontrolledJobs > 0 {
                 lines.append(
                     "\(row.store): UNCONTROLLED — \(outcome.uncontrolledJobs) job(s) came from threads the scheduler does "
-                        + "not drive (a Dispatch queue, a Thread, the main actor): explore has no verdict for this store; "
+                        + "not drive (a block on a Dispatch queue, a Thread): explore has no verdict for this store; "
                         + "compare and stress do")
                 continue
             }
-            guard !outcome.violations.isEmpty else { continue }
+            guard !outcome.violations.isEmpty else {
+                // A replay says what it did, pass or not.
+                if plan.replay != nil {
+                    if outcome.problem == nil, let end = outcome.end { lines.append("\(row.store): the schedule \(end)") }
+                    if let digest = outcome.digest { lines.append("  ledger digest: \(digest)") }
+                }
+                continue
+            }
             if let end = outcome.end { lines.append("\(row.store): the schedule \(end)") }
             for violation in outcome.violations {
                 lines.append("  \(violation.invariant): \(violation.summary)")

@@ -59,6 +59,10 @@ public enum ExploreChild {
                 schedules: 1, steps: run.schedule.choices.count, seconds: 0, uncontrolledJobs: run.uncontrolledJobs,
                 schedule: run.schedule.description, failingAt: nil, end: describe(run.end), violations: run.violations,
                 digest: Self.finished(run.end) ? String(run.digest, radix: 16) : nil)
+            if case .diverged = run.end {
+                outcome.verdict = .error
+                outcome.problem = "the schedule does not replay: it \(describe(run.end))"
+            }
         } else {
             let limit = plan.seconds.map { DurationText.duration(seconds: $0) }
             let found = exploration.explore { schedules, elapsed in
@@ -91,24 +95,29 @@ public enum ExploreChild {
         case .deadlocked(let steps): "deadlocked after \(steps) steps"
         case .stepLimit(let steps): "still running after \(steps) steps"
         case .diverged(let steps):
-            "diverged at step \(steps): the schedule does not fit this build or store (a choice past the jobs held)"
+            "diverged at step \(steps): it does not fit this build or store (a choice past the jobs held, or choices left over)"
         }
     }
 
     /// How long a child may take before it counts as hung: its time, or its schedules at a
-    /// generous 10 ms each, and a minute more.
+    /// generous 20 µs per call each, and a minute more (a replay: one schedule).
     static func budget(_ plan: ExplorePlan) -> Duration {
-        let seconds = plan.seconds ?? Double(plan.replay == nil ? plan.schedules ?? 1_000 : 1) * 0.01
+        let perSchedule = Double(plan.scenario.tasks * plan.scenario.rounds) * 20e-6
+        let seconds =
+            plan.replay != nil ? perSchedule : plan.seconds ?? Double(plan.schedules ?? 1_000) * perSchedule
         return DurationText.duration(seconds: seconds + 60)
     }
 
     /// Runs `store`'s exploration in a child process and reads what it found.
     static func run(store: String, plan: ExplorePlan) async throws -> Outcome {
         let child: Child
+        // The same hashes in every process: a store that resumes its waiters from a dictionary
+        // resumes them in the same order when the schedule is replayed.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_DETERMINISTIC_HASHING"] = "1"
         do {
             child = try Child.spawn(
-                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store),
-                environment: ProcessInfo.processInfo.environment)
+                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store), environment: environment)
         } catch {
             throw UsageError("explore: could not start the exploring process: \(error)")
         }
@@ -148,7 +157,8 @@ public enum ExploreChild {
             return outcome
         }
         if case .exited(let status)? = end, status == ExitStatus.usage.rawValue {
-            throw UsageError(errors.last ?? "explore: the exploring process refused its plan")
+            let line = errors.last ?? "explore: the exploring process refused its plan"
+            throw UsageError(line.hasPrefix("session-bench: error: ") ? String(line.dropFirst(22)) : line)
         }
         var outcome = Outcome(
             schedules: 0, steps: 0, seconds: 0, uncontrolledJobs: 0, schedule: nil, failingAt: nil, end: nil,
