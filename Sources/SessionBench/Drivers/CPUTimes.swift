@@ -1,4 +1,6 @@
 import CPlacement
+import Foundation
+import SessionContract
 
 /// How long threads have run on a CPU, and how long they waited runnable for one, as the kernel
 /// counts them (schedstat). What tells a machine too busy to run a store from a store that does
@@ -91,5 +93,36 @@ public struct CPUTimes: Sendable, Equatable {
         guard let waiter else { return false }
         let waited = Double(waiter.after.waitedNanoseconds &- waiter.before.waitedNanoseconds) / 1e9
         return waited >= 0.2 * seconds
+    }
+}
+
+/// A wait for callers that a busy machine may slow: past its deadline, while the kernel shows
+/// this process crowded out of the CPUs or the disk over the last window
+/// (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``), it waits another hang timeout, four
+/// at most, before the caller may call the store hung.
+struct PatientWait {
+    static let extensions = 4
+
+    /// `wait(deadline)` until it gives a value; `extended(newDeadline)` hears each extension
+    /// (to tell a watchdog).
+    static func wait<T>(
+        until deadline: ContinuousClock.Instant, hangTimeout: Duration,
+        extended: (ContinuousClock.Instant) -> Void = { _ in }, _ wait: (ContinuousClock.Instant) async -> T?
+    ) async -> T? {
+        var window = (start: ContinuousClock.now, times: CPUTimes.process(getpid()))
+        var result = await wait(deadline)
+        var count = 0
+        while result == nil, count < extensions, let before = window.times, let now = CPUTimes.process(getpid()),
+            CPUTimes.crowdedOut(
+                process: (before, now), waiter: nil, seconds: (ContinuousClock.now - window.start).secondsValue,
+                cpus: CPUPlacement.allowed.count)
+        {
+            count += 1
+            window = (ContinuousClock.now, now)
+            let next = ContinuousClock.now + hangTimeout
+            extended(next)
+            result = await wait(next)
+        }
+        return result
     }
 }

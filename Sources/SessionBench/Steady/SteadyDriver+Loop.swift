@@ -1,4 +1,3 @@
-import Foundation
 import Histogram
 import SessionContract
 import SessionSync
@@ -185,7 +184,6 @@ extension SteadyDriver {
         }
         let before = counter?.begin()
         let start = ContinuousClock.now
-        let startTimes = CPUTimes.process(getpid())
         await line.arriveAndWait()
         var deadline = start + duration + runner.hangTimeout
         func expectBack() {
@@ -206,24 +204,14 @@ extension SteadyDriver {
             deadline = max(deadline, ContinuousClock.now + duration + runner.hangTimeout)
             expectBack()
         }
-        var reports = await latch.wait(until: deadline)
-        // A machine too busy to run the callers is not a store that does not return: while the
-        // kernel shows this process crowded out of the CPUs over the last window, wait another
-        // hang timeout, four at most.
-        var window = (start: start, times: startTimes)
-        var extensions = 0
-        while reports == nil, latch.finishedCount < tasks, extensions < 4, let before = window.times,
-            let now = CPUTimes.process(getpid()),
-            CPUTimes.crowdedOut(
-                process: (before, now), waiter: nil, seconds: (ContinuousClock.now - window.start).secondsValue,
-                cpus: CPUPlacement.allowed.count)
-        {
-            extensions += 1
-            window = (ContinuousClock.now, now)
-            deadline = ContinuousClock.now + runner.hangTimeout
-            expectBack()
-            reports = await latch.wait(until: deadline)
-        }
+        // A machine too busy to run the callers is not a store that does not return.
+        var reports = await PatientWait.wait(
+            until: deadline, hangTimeout: runner.hangTimeout,
+            extended: {
+                deadline = $0
+                expectBack()
+            }
+        ) { await latch.wait(until: $0) }
         watch.back()
         if reports == nil, latch.finishedCount == tasks { reports = latch.partialResults }
         // The measured phase: from the workers' common start to the last one's stop.

@@ -82,7 +82,12 @@ extension RoundDriver {
         guard wave.count > 0 else { return true }
         let deadline = ContinuousClock.now + runner.hangTimeout
         expectBack(by: deadline, wave, phase: "\(wave.phase): start")
-        let entered = await wave.latch.waitForEntry(until: deadline)
+        // A machine too busy to start the callers is not a store that keeps them out.
+        let entered =
+            await PatientWait.wait(
+                until: deadline, hangTimeout: runner.hangTimeout,
+                extended: { expectBack(by: $0, wave, phase: "\(wave.phase): start") }
+            ) { await wave.latch.waitForEntry(until: $0) ? true : nil } ?? false
         watch.back()
         // The last caller coming in at the deadline itself is not a hang.
         guard entered || wave.latch.enteredCount == wave.count else {
@@ -159,7 +164,11 @@ extension RoundDriver {
         let deadline = ContinuousClock.now + runner.hangTimeout
         for wave in waves where wave.count > 0 {
             expectBack(by: deadline, wave, phase: phase)
-            let results = await wave.latch.wait(until: deadline)
+            // A machine too busy to run the callers is not a store that does not return them.
+            let results = await PatientWait.wait(
+                until: deadline, hangTimeout: runner.hangTimeout,
+                extended: { expectBack(by: $0, wave, phase: phase) }
+            ) { await wave.latch.wait(until: $0) }
             watch.back()
             if let results {
                 calls += results
