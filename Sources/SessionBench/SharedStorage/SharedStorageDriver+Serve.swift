@@ -1,4 +1,5 @@
 import SessionContract
+import SessionStorage
 import TokenServer
 
 /// How `shared-storage` and `replicas` hear their session processes: every process served at
@@ -60,8 +61,10 @@ extension SharedStorageDriver {
                 outcome.hang = .init(
                     stuckCallers: max(0, expected - part.answers.count), ofCallers: expected,
                     operation: phase == "reads" ? .read : .rejection,
-                    waitedSeconds: runner.hangTimeout.secondsValue, phase: "session process \(index), \(phase)",
-                    detail: "no word from session process \(index) for the hang timeout (\(phase))")
+                    waitedSeconds: patience.secondsValue, phase: "session process \(index), \(phase)",
+                    detail: "no word from session process \(index) for the hang timeout"
+                        + (backend.lockTimeout.map { " and the lock's timeout (\(InputRange.text($0.secondsValue)) s)" } ?? "")
+                        + " (\(phase))")
             case .closed:
                 outcome.failure =
                     "session process \(index) ended during \(phase)"
@@ -83,8 +86,13 @@ extension SharedStorageDriver {
     /// Whether `failure` is a database out of reach.
     static func lostDatabase(_ failure: String?) -> Bool { failure?.hasPrefix(unreachable("")) == true }
 
+    /// How long a process may say nothing before it counts as hung: the hang timeout, and the
+    /// storage lock's timeout on top, for a holder may wait that long on a stalled or dead holder's
+    /// lock before it can answer anything.
+    var patience: Duration { runner.hangTimeout + (backend.lockTimeout ?? .zero) }
+
     /// Serves every process at once — their token-endpoint calls go to the server — until each
-    /// has sent what `enough` asks for, or goes quiet for the hang timeout.
+    /// has sent what `enough` asks for, or goes quiet for ``patience``.
     /// Processes in `dead` (killed by the driver) are not waited on; their part is empty.
     func serve(
         _ links: [SessionProcessLink], server: TokenServer, dead: Set<Int> = [],
@@ -95,7 +103,7 @@ extension SharedStorageDriver {
                 group.addTask { [runner] in
                     var heard = Heard()
                     while !enough(heard) {
-                        switch await link.next(within: runner.hangTimeout) {
+                        switch await link.next(within: patience) {
                         case .closed:
                             heard.end = .closed
                             return (index, heard)
