@@ -114,14 +114,14 @@ struct ExploreCommandTests {
         }
     }
 
-    @Test("correct stores whose work is all tasks and actors pass a thousand schedules")
+    @Test("correct stores whose work is all tasks and actors pass 300 schedules")
     func correctStoresPass() async throws {
         let run = try await ToolProcess.run(
-            ["explore", "--stores", "mutex,lock-free-read,actor-task", "--schedules", "1000", "--quiet"], timeout: 300)
+            ["explore", "--stores", "mutex,lock-free-read,actor-task", "--schedules", "300", "--quiet"], timeout: 300)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         let rows = run.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         for store in ["mutex", "lock-free-read", "actor-task"] {
-            #expect(rows.contains { $0.count >= 3 && $0[0] == store && $0[1] == "pass" && $0[2] == "1000" }, "\(store): \(run.stdout)")
+            #expect(rows.contains { $0.count >= 3 && $0[0] == store && $0[1] == "pass" && $0[2] == "300" }, "\(store): \(run.stdout)")
         }
     }
 
@@ -172,7 +172,7 @@ struct ExploreCommandTests {
     @Test("stores on Dispatch queues' sync calls, and on the main actor, run on the driving thread: explored, and pass")
     func syncQueuesAndMainActorPass() async throws {
         let run = try await ToolProcess.run(
-            ["explore", "--stores", "serial-queue,barrier-queue,main-actor,nslock", "--schedules", "300", "--quiet"],
+            ["explore", "--stores", "serial-queue,barrier-queue,main-actor,nslock", "--schedules", "100", "--quiet"],
             timeout: 300)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(!run.stdout.contains("UNCONTROLLED") && run.stdout.components(separatedBy: " pass ").count == 5, "\(run.stdout)")

@@ -49,7 +49,8 @@ public final class SessionProcessLink: Sendable {
     }
 
     private let inbox = Mutex(Inbox())
-    private let pid: Int32?
+    /// The process's id, where there is one.
+    let pid: Int32?
     private let sendLine: @Sendable (String) -> Void
     private let closeInputs: @Sendable () -> Void
     private let killProcess: @Sendable () -> Void

@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import SessionStorage
 import TokenServer
@@ -11,7 +12,7 @@ extension SharedStorageDriver {
     /// caller tries again. A replica that answered instead of taking its turn (its session was
     /// already over, say) died holding nothing: the expiry is judged, the recovery not timed.
     func judgeRecovery(
-        _ event: Event, heard: [Heard], ledger: [LedgerEntry], seconds: Double, killedInTurn: Bool,
+        _ event: Event, heard: [Heard], ledger: [LedgerEntry], seconds: Double, killedInTurn: Bool, crowded: Bool,
         handed: inout Set<UInt64>, outcome: inout DriverOutcome
     ) {
         for answer in heard.flatMap(\.answers) {
@@ -22,7 +23,9 @@ extension SharedStorageDriver {
         guard killedInTurn else { return }
         outcome.persistence?.lockHolderRecoverySeconds = seconds
         outcome.persistence?.lockTimeoutSeconds = backend.lockTimeout?.secondsValue
-        if let timeout = backend.lockTimeout, seconds > timeout.secondsValue {
+        // Past the lock's timeout on a machine that kept the survivors (or this driver) from the
+        // CPUs or the disk meanwhile, the wait says nothing about the lock: not judged.
+        if let timeout = backend.lockTimeout, seconds > timeout.secondsValue, !crowded {
             oracle.report(
                 .served,
                 "a replica killed while it held the lock kept the others waiting \(InputRange.text(seconds)) s, "
@@ -85,5 +88,22 @@ extension SharedStorageDriver {
         let answers = (during + holder + after).flatMap(\.answers)
         let failures = answers.filter { (try? $0.result.get()) == nil }.count
         tally(refreshes: refreshes.count, answers: answers.count, failures: failures, outcome: &outcome)
+    }
+
+    /// Whether, since `start`, any surviving process (every link but `leaving`'s) or this one was
+    /// crowded out of the CPUs or the disk (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``).
+    static func crowded(
+        since start: ContinuousClock.Instant, links: [SessionProcessLink], counts: [CPUTimes?], driver: CPUTimes?,
+        leaving: Int
+    ) -> Bool {
+        let seconds = (ContinuousClock.now - start).secondsValue
+        let cpus = CPUPlacement.allowed.count
+        let waiter = driver.flatMap { before in CPUTimes.process(getpid()).map { (before, $0) } }
+        if CPUTimes.crowdedOut(process: nil, waiter: waiter, seconds: seconds, cpus: cpus) { return true }
+        for (index, link) in links.enumerated() where index != leaving {
+            guard let before = counts[index], let pid = link.pid, let now = CPUTimes.process(pid) else { continue }
+            if CPUTimes.crowdedOut(process: (before, now), waiter: nil, seconds: seconds, cpus: cpus) { return true }
+        }
+        return false
     }
 }

@@ -236,6 +236,10 @@ struct SharedStorageDriver: ContextDriver {
             else { return false }
             links[victim].kill()
             let killed = ContinuousClock.now
+            // What the kernel counts of the survivors and of this process from the kill on: a
+            // recovery slowed by a machine that kept them from the CPUs is not the lock's.
+            let countsAtKill = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
+            let driverAtKill = CPUTimes.process(getpid())
             dead.insert(victim)
             _ = await links[victim].wait()
             let survivors = everyone.filter { $0 / instancesPerProcess != victim }
@@ -244,7 +248,10 @@ struct SharedStorageDriver: ContextDriver {
             judgeRecovery(
                 Event(index: scenario.rounds, expiry: true, holders: survivors.count, issuedBefore: issuedBefore, held: [:]),
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
-                killedInTurn: crash[victim].inTurn, handed: &handed, outcome: &outcome)
+                killedInTurn: crash[victim].inTurn,
+                crowded: Self.crowded(
+                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim),
+                handed: &handed, outcome: &outcome)
             judgeStorage(after: "the lock holder's crash", in: directory, handed: handed, outcome: &outcome)
             // The driver could not read the storage (a database out of reach): nothing more to judge.
             guard outcome.failure == nil else { return false }
