@@ -44,10 +44,12 @@ extension SharedStorageDriver {
     /// backend measures within 1% of it); longer, the backend's timeout does not bound the wait (I12).
     func judgeStall(
         index: Int, issuedBefore: UInt64, during: [Heard], holder: [Heard], after: [Heard], waited: Double?,
-        ledger: [LedgerEntry], handed: inout Set<UInt64>, outcome: inout DriverOutcome
+        crowded: Bool, ledger: [LedgerEntry], handed: inout Set<UInt64>, outcome: inout DriverOutcome
     ) {
         let context = "event \(index), an expiry while one replica stalled holding the \(backend.name) lock"
-        if let waited, let timeout = backend.lockTimeout?.secondsValue, waited > timeout * 1.5 {
+        // Longer on a machine that kept the waiters (or this driver) from the CPUs or the disk says
+        // nothing about the lock: not judged.
+        if let waited, let timeout = backend.lockTimeout?.secondsValue, waited > timeout * 1.5, !crowded {
             oracle.report(
                 .served,
                 "while one replica stalled holding the lock, the others' callers waited \(InputRange.text(waited)) s, "
@@ -94,13 +96,13 @@ extension SharedStorageDriver {
     /// crowded out of the CPUs or the disk (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``).
     static func crowded(
         since start: ContinuousClock.Instant, links: [SessionProcessLink], counts: [CPUTimes?], driver: CPUTimes?,
-        leaving: Int
+        leaving: Int, dead: Set<Int> = []
     ) -> Bool {
         let seconds = (ContinuousClock.now - start).secondsValue
         let cpus = CPUPlacement.allowed.count
         let waiter = driver.flatMap { before in CPUTimes.process(getpid()).map { (before, $0) } }
         if CPUTimes.crowdedOut(process: nil, waiter: waiter, seconds: seconds, cpus: cpus) { return true }
-        for (index, link) in links.enumerated() where index != leaving {
+        for (index, link) in links.enumerated() where index != leaving && !dead.contains(index) {
             guard let before = counts[index], let pid = link.pid, let now = CPUTimes.process(pid) else { continue }
             if CPUTimes.crowdedOut(process: (before, now), waiter: nil, seconds: seconds, cpus: cpus) { return true }
         }

@@ -250,7 +250,7 @@ struct SharedStorageDriver: ContextDriver {
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn,
                 crowded: Self.crowded(
-                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim),
+                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim, dead: dead),
                 handed: &handed, outcome: &outcome)
             judgeStorage(after: "the lock holder's crash", in: directory, handed: handed, outcome: &outcome)
             // The driver could not read the storage (a database out of reach): nothing more to judge.
@@ -268,10 +268,16 @@ struct SharedStorageDriver: ContextDriver {
                 let stalledProcess = stalled / instancesPerProcess
                 var phases: [[Heard]] = []
                 var waitedSeconds: Double?
+                var crowded = false
                 if stall[stalledProcess].inTurn {
                     let waited = ContinuousClock.now
+                    let countsAtStall = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
+                    let driverAtStall = CPUTimes.process(getpid())
                     guard let during = await run(.expiry, others, context: context) else { return false }
                     let seconds = (ContinuousClock.now - waited).secondsValue
+                    crowded = Self.crowded(
+                        since: waited, links: links, counts: countsAtStall, driver: driverAtStall,
+                        leaving: stalledProcess, dead: dead)
                     guard let released = await run(.release, [stalled], context: context),
                         let after = await run(.expiry, others, context: context)
                     else { return false }
@@ -286,7 +292,7 @@ struct SharedStorageDriver: ContextDriver {
                 }
                 judgeStall(
                     index: scenario.rounds + 1, issuedBefore: issuedBefore, during: phases[0], holder: phases[1],
-                    after: phases[2], waited: waitedSeconds, ledger: server.ledger.entries, handed: &handed,
+                    after: phases[2], waited: waitedSeconds, crowded: crowded, ledger: server.ledger.entries, handed: &handed,
                     outcome: &outcome)
                 judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed, outcome: &outcome)
                 // The driver could not read the storage (a database out of reach): nothing more to judge.
