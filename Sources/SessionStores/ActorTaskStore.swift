@@ -53,8 +53,15 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
     private let broadcaster = StateBroadcaster()
     private let single: SingleContinuationStream?
     private var stateVersion: UInt64 = 0
+    /// Where ``ActorFastReadStore`` reads from: the token this actor would answer a read with.
+    private let snapshot: TokenSnapshot?
 
     public init(configuration: SessionStoreConfiguration, stateStream: StateStream = .broadcast) {
+        self.init(configuration: configuration, stateStream: stateStream, snapshot: nil)
+    }
+
+    init(configuration: SessionStoreConfiguration, stateStream: StateStream = .broadcast, snapshot: TokenSnapshot?) {
+        self.snapshot = snapshot
         endpoint = configuration.endpoint
         clock = configuration.clock
         skew = configuration.refreshSkew
@@ -69,8 +76,10 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
 
     public nonisolated func makeClient() -> any SessionClient { ActorClient(store: self) }
 
-    /// Publishes the state the actor is in now; called after every change.
+    /// Publishes the state the actor is in now, and to the snapshot the token a read would get;
+    /// called after every change.
     private func publish() {
+        snapshot?.publish(isRevoked || inFlight != nil ? nil : grant?.accessToken)
         let state: SessionState =
             if isRevoked { .revoked } else if let grant {
                 inFlight == nil

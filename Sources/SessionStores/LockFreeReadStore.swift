@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import CReaderSlot
 import SessionContract
 import SessionSync
 import Synchronization
@@ -36,7 +30,7 @@ public final class LockFreeReadGuard: LifecycleGuard {
     public init(_ lifecycle: TokenLifecycle<TokenWaiter>) {
         published = Atomic(lifecycle.version)
         state = Mutex(lifecycle)
-        guardID = nextGuardID.add(1, ordering: .relaxed).newValue
+        guardID = nextPublisherID.add(1, ordering: .relaxed).newValue
     }
 
     public func withExclusiveAccess<R: Sendable>(_ body: (inout TokenLifecycle<TokenWaiter>) -> R) -> R {
@@ -50,55 +44,10 @@ public final class LockFreeReadGuard: LifecycleGuard {
     }
 
     public func freshToken(at now: TokenInstant) -> AccessToken? {
-        let version = published.load(ordering: .acquiring)
-        let slot = ReaderSlot.current
-        if slot.pointee.guardID == guardID, slot.pointee.version == version, now.nanoseconds < slot.pointee.freshUntil,
-            let token = slot.pointee.token
-        {
-            return token
+        ReaderSlot.read(publisher: guardID, published: published.load(ordering: .acquiring), at: now) {
+            // Miss: read under the lock.
+            let (version, skew, fresh) = withSharedAccess { ($0.version, $0.skewNanoseconds, $0.freshToken(at: now)) }
+            return fresh.map { (version, $0, $0.expiresAt.nanoseconds &- skew) }
         }
-        // Miss: read under the lock, keep a copy of our own for next time.
-        let (lockedVersion, skew, fresh) = withSharedAccess { ($0.version, $0.skewNanoseconds, $0.freshToken(at: now)) }
-        guard let fresh else { return nil }
-        let copy = fresh.unsharedCopy()
-        slot.pointee = ReaderSlot(
-            guardID: guardID, version: lockedVersion, freshUntil: fresh.expiresAt.nanoseconds &- skew, token: copy)
-        return copy
     }
 }
-
-private let nextGuardID = Atomic<UInt64>(0)
-
-/// One per thread: the last token this thread read from a `LockFreeReadStore`. Plain memory
-/// behind a thread-local pointer, so reaching it counts no references.
-private struct ReaderSlot {
-    var guardID: UInt64 = 0
-    var version: UInt64 = 0
-    /// The instant (nanoseconds) from which `token` counts as expired, skew included.
-    var freshUntil: Int64 = .min
-    var token: AccessToken?
-
-    /// The calling thread's slot: a C thread-local pointer (one load); the pthread key only
-    /// frees the slot when its thread exits.
-    static var current: UnsafeMutablePointer<ReaderSlot> {
-        if let raw = session_bench_reader_slot() { return raw.assumingMemoryBound(to: ReaderSlot.self) }
-        let slot = UnsafeMutablePointer<ReaderSlot>.allocate(capacity: 1)
-        slot.initialize(to: ReaderSlot())
-        session_bench_set_reader_slot(slot)
-        pthread_setspecific(readerSlotKey, slot)
-        return slot
-    }
-}
-
-private let readerSlotKey: pthread_key_t = {
-    var key = pthread_key_t()
-    let status = pthread_key_create(&key) { raw in
-        guard let raw else { return }
-        session_bench_set_reader_slot(nil)
-        let slot = raw.assumingMemoryBound(to: ReaderSlot.self)
-        slot.deinitialize(count: 1)
-        slot.deallocate()
-    }
-    precondition(status == 0, "pthread_key_create failed (\(status))")
-    return key
-}()

@@ -23,6 +23,10 @@ public enum StoreCatalog {
             name: "actor-task", summary: "actor sharing one in-flight refresh Task", offersStepUp: true,
             offersStateStream: true
         ) { ActorTaskStore(configuration: $0) },
+        StoreDescriptor(
+            name: "actor-fast-read", summary: "actor-task that publishes each token it would hand out; reads take no hop",
+            offersSynchronousRead: true, offersStepUp: true, offersStateStream: true
+        ) { ActorFastReadStore(configuration: $0) },
         StoreDescriptor(name: "main-actor", summary: "@MainActor class around the shared lifecycle") {
             MainActorStore(configuration: $0)
         },
