@@ -97,7 +97,7 @@ public final class TokenSnapshot: Sendable {
         entry.withLock(visibleTo: self) { entry in
             entry.version &+= 1
             entry.token = token
-            entry.freshUntil = token.map { $0.expiresAt.nanoseconds &- skewNanoseconds } ?? .min
+            entry.freshUntil = token?.freshUntil(skew: skewNanoseconds) ?? .min
             published.store(entry.version, ordering: .releasing)
         }
     }

@@ -47,7 +47,7 @@ public final class LockFreeReadGuard: LifecycleGuard {
         ReaderSlot.read(publisher: guardID, published: published.load(ordering: .acquiring), at: now) {
             // Miss: read under the lock.
             let (version, skew, fresh) = withSharedAccess { ($0.version, $0.skewNanoseconds, $0.freshToken(at: now)) }
-            return fresh.map { (version, $0, $0.expiresAt.nanoseconds &- skew) }
+            return fresh.map { (version, $0, $0.freshUntil(skew: skew)) }
         }
     }
 }

@@ -45,10 +45,23 @@ struct ReaderSlot {
         {
             return token
         }
-        guard let (lockedVersion, fresh, freshUntil) = miss() else { return nil }
+        guard let (lockedVersion, fresh, freshUntil) = miss() else {
+            // Nothing to hand out: drop this publisher's old copy, a secret nobody may be given.
+            if slot.pointee.publisherID == publisher { slot.pointee.token = nil }
+            return nil
+        }
         let copy = fresh.unsharedCopy()
         slot.pointee = ReaderSlot(publisherID: publisher, version: lockedVersion, freshUntil: freshUntil, token: copy)
         return copy
+    }
+}
+
+extension AccessToken {
+    /// The instant (nanoseconds) from which the token is inside a skew of `skew` nanoseconds
+    /// of its expiry; `Int64.min` (never fresh) if that instant is before every representable one.
+    func freshUntil(skew: Int64) -> Int64 {
+        let (instant, overflow) = expiresAt.nanoseconds.subtractingReportingOverflow(skew)
+        return overflow ? .min : instant
     }
 }
 

@@ -79,6 +79,34 @@ struct CommandLineTests {
         }
     }
 
+    @Test("--sync-threads sets the synchronous readers apart from --tasks; 0 skips them; out of range is exit 2")
+    func syncThreads() async throws {
+        let three = try await run(
+            ["compare", "--stores", "mutex", "--scenario", "steady-reads", "--sync-threads", "3", "--format", "csv", "--output", "-"]
+                + Self.quick)
+        #expect(three.status == 0, "\(three.stderr)")
+        let columns = ResultsReport.csvColumns
+        let operation = try #require(columns.firstIndex(of: "operation"))
+        let threads = try #require(columns.firstIndex(of: "sync_threads"))
+        let rows = three.stdout.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+            .map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let sync = rows.filter { $0[operation] == "sync-read" }
+        #expect(sync.map { $0[threads] } == ["3"], "one sync-read row, on 3 threads while 8 callers ran: \(sync)")
+
+        let none = try await run(
+            ["compare", "--stores", "mutex", "--scenario", "steady-reads", "--sync-threads", "0", "--format", "csv", "--output", "-"]
+                + Self.quick)
+        #expect(none.status == 0, "\(none.stderr)")
+        let operations = none.stdout.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+            .map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)[operation] }
+        #expect(!operations.isEmpty && !operations.contains("sync-read"), "\(operations)")
+
+        let tooMany = try await run(["compare", "--stores", "mutex", "--scenario", "steady-reads", "--sync-threads", "257"])
+        #expect(tooMany.status == 2)
+        #expect(tooMany.stderr.contains("between 0 and 256"), "\(tooMany.stderr)")
+        #expect(tooMany.stderr.split(separator: "\n").count == 1, "one line: \(tooMany.stderr)")
+    }
+
     @Test("--cpus pins the measuring processes, and every result records where it ran")
     func pinned() async throws {
         let directory = try temporaryDirectory()

@@ -26,6 +26,16 @@ struct TokenSnapshotTests {
         #expect(snapshot.freshToken(at: Self.at(200)) == nil)
     }
 
+    @Test("a token whose expiry minus the skew is before every instant is never fresh")
+    func skewBeforeEveryInstant() {
+        let snapshot = TokenSnapshot(skew: .seconds(5))
+        let ancient = AccessToken(
+            value: "token-ancient", subject: Subject("user-snapshot"), generation: 1,
+            expiresAt: TokenInstant(nanoseconds: .min + 1))
+        snapshot.publish(ancient)
+        #expect(snapshot.freshToken(at: Self.at(1)) == nil)
+    }
+
     @Test("a new publish replaces every thread's copy at once; nil sends readers away")
     func republish() {
         let snapshot = TokenSnapshot(skew: .zero)

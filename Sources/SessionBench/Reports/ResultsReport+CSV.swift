@@ -186,7 +186,7 @@ extension ResultsReport {
             """,
             value: { optional($0.result.syncRead?.plainLoadThroughput, 1) }),
         CSVColumn(
-            "sync_threads", "OS threads of the synchronous loop (the scenario's callers, at most 256)",
+            "sync_threads", "OS threads of the synchronous loop (the scenario's callers, at most 256, or `--sync-threads`)",
             value: { $0.result.syncRead.map { "\($0.threads)" } ?? "" }),
         CSVColumn(
             "sync_misses", "`sync-read` rows: calls where `currentToken()` answered `nil`",

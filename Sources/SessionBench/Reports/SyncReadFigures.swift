@@ -1,6 +1,6 @@
 /// The synchronous read path's figures (``SyncReadDriver``).
 public struct SyncReadFigures: Sendable, Codable, Hashable {
-    /// OS threads that called `currentToken()` (the scenario's callers, at most 256).
+    /// OS threads that called `currentToken()` (the scenario's callers, at most 256, or `--sync-threads`).
     public var threads: Int
     /// Threads that had started before the first one stopped: all of them when all ran at once.
     public var threadsAtOnce: Int = 0

@@ -18,6 +18,8 @@ public enum InputRange {
     public static let rate: ClosedRange<Double> = 1...1_000_000_000
     /// Replica processes of a `replicas` run.
     public static let replicas: ClosedRange<Int> = 2...64
+    /// OS threads of a steady scenario's synchronous-read phase; 0 skips the phase.
+    public static let syncThreads: ClosedRange<Int> = 0...256
     /// Seconds a call may take before its store counts as hung: below half a second, a
     /// loaded machine's scheduling alone would be reported as a hang.
     public static let hangTimeoutSeconds: ClosedRange<Double> = 0.5...3_600

@@ -77,6 +77,9 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var reuseGraceWindow: Duration
     /// `replicas`: how many replica processes share the session (`nil`: the default, 4).
     public var replicas: Int?
+    /// Steady scenarios, stores with a synchronous read: the OS threads that call
+    /// `currentToken()` after the async loop (`nil`: as many as callers, at most 256; 0: none).
+    public var syncThreads: Int?
     /// Round-based scenarios: at least this much real time between the starts of two rounds, for
     /// a store whose own refresh policy runs on real time (a refresh rate limit) and cannot live
     /// with the rounds' compressed time. `nil`: rounds follow one another at once.
@@ -161,6 +164,7 @@ public struct Scenario: Sendable, Hashable, Codable {
         if let storage { fields["storage"] = storage }
         if kind == .replicas { fields["replicas"] = "\(replicas ?? Self.defaultReplicas)" }
         if let pace, isRoundBased { fields["pace"] = seconds(pace) }
+        if let syncThreads, !isRoundBased { fields["sync-threads"] = "\(syncThreads)" }
         return fields
     }
 
@@ -211,6 +215,10 @@ public struct Scenario: Sendable, Hashable, Codable {
         }
         if let replicas, !InputRange.replicas.contains(replicas) {
             throw .invalid("\(name): replicas must be \(InputRange.text(InputRange.replicas)) (got \(replicas))")
+        }
+        if let syncThreads, !InputRange.syncThreads.contains(syncThreads) {
+            throw .invalid(
+                "\(name): sync threads must be \(InputRange.text(InputRange.syncThreads)) (got \(syncThreads))")
         }
         let rates = [faults.transientFailureRate, faults.timeoutRate, faults.lostResponseRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {

@@ -21,11 +21,14 @@ public struct ScenarioOverrides: Sendable, Hashable {
     public var replicas: Int?
     /// Real time between rounds. Round-based scenarios only: steady ones ignore it.
     public var pace: Duration?
+    /// OS threads of the synchronous-read phase (0 skips it). Steady scenarios only.
+    public var syncThreads: Int?
 
     public init(
         tasks: Int? = nil, duration: Duration? = nil, rounds: Int? = nil, seed: UInt64? = nil, rate: Double? = nil,
-        replicas: Int? = nil, pace: Duration? = nil
+        replicas: Int? = nil, pace: Duration? = nil, syncThreads: Int? = nil
     ) {
+        self.syncThreads = syncThreads
         self.replicas = replicas
         self.pace = pace
         self.tasks = tasks
@@ -49,6 +52,7 @@ public struct ScenarioOverrides: Sendable, Hashable {
         if let rate, scenario.kind == .steadyReads { scenario.arrivalRate = rate }
         if let replicas, scenario.kind == .replicas { scenario.replicas = replicas }
         if let pace, scenario.isRoundBased { scenario.pace = pace }
+        if let syncThreads, scenario.kind == .steadyReads { scenario.syncThreads = syncThreads }
         return scenario
     }
 }

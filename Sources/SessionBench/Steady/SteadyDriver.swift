@@ -105,7 +105,7 @@ struct SteadyDriver: ContextDriver {
         }
         // The synchronous path, for stores that have one: the same signed-in store, read from
         // OS threads of their own.
-        if let reader = store as? any SynchronousTokenReading, scenario.arrivalRate == nil {
+        if let reader = store as? any SynchronousTokenReading, scenario.arrivalRate == nil, scenario.syncThreads != 0 {
             let driver = SyncReadDriver(scenario: scenario, oracle: oracle, hangTimeout: runner.hangTimeout)
             let phaseStart = (TokenServer.realNanoseconds(), clock.now())
             switch await driver.run(reader, clock: clock) {

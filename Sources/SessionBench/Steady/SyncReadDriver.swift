@@ -8,8 +8,9 @@ import Synchronization
 /// What the synchronous read path (`currentToken()`) costs, on real threads.
 ///
 /// Each caller is its own OS thread, not a task: all of them are started, wait behind one
-/// start line, and call `currentToken()` in a tight loop of batches of ``batch`` calls for the
-/// duration — so "8 callers" are 8 threads contending for the store at once, however few
+/// start line, and call `currentToken()` in a tight loop of batches of up to ``batch`` calls for
+/// the duration (a batch is halved while it outlasts the async loop's time slice, so a slow
+/// store's threads still check their deadline often, and grown back when it is short) — so "8 callers" are 8 threads contending for the store at once, however few
 /// cores there are. Throughput comes from each thread's calls over its own time; one call per
 /// batch, at a position drawn at random, is also timed on its own for the latency histogram
 /// (the serialized sample clock; its bracket cost taken out as in the async loop). Every
@@ -19,7 +20,7 @@ import Synchronization
 /// synchronization at all: the physical floor of this loop on this machine
 /// (`plain_load_ops_per_s`), measured in the same run.
 struct SyncReadDriver {
-    /// Calls per batch; one of them, at a random position, is timed on its own.
+    /// Calls per batch at most; one of them, at a random position, is timed on its own.
     static let batch = 64
     /// More threads than this are not started: a hundred busy threads per core already say
     /// what contention costs, and a crowd of 100,000 is a task scenario.
@@ -32,7 +33,7 @@ struct SyncReadDriver {
     let hangTimeout: Duration
 
     init(scenario: Scenario, oracle: Oracle?, hangTimeout: Duration) {
-        threads = min(scenario.tasks, Self.maxThreads)
+        threads = scenario.syncThreads ?? min(scenario.tasks, Self.maxThreads)
         duration = scenario.duration
         tokenLifetime = scenario.tokenLifetime
         self.oracle = oracle
@@ -122,6 +123,7 @@ struct SyncReadDriver {
         let sampleClock = SampleClock.shared
         let durationTicks = sampleClock.ticks(nanoseconds: Double(duration.nanosecondsClamped))
         let bracket = sampleClock.bracketTicks
+        let sliceTicks = sampleClock.ticks(nanoseconds: Double(SteadyDriver.slice.nanosecondsClamped))
         let startLine = ThreadStartLine(count: threads)
         let finished = Atomic<Int>(0)
         let arrived = Atomic<Int>(0)
@@ -158,14 +160,18 @@ struct SyncReadDriver {
                 _ = shared.begin(at: report.beginTicks)
                 let deadline = report.beginTicks &+ durationTicks
                 var late = false
+                var size = Self.batch
+                var previousStart: UInt64?
                 while !late {
                     let batchStart = SampleClock.ticks()
                     if batchStart >= deadline { break }
+                    if let previousStart { size = SteadyDriver.adapt(size, took: batchStart &- previousStart, slice: sliceTicks) }
+                    previousStart = batchStart
                     random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                    let timed = Int((random >> 33) % UInt64(Self.batch))
+                    let timed = Int((random >> 33) % UInt64(size))
                     let notBefore = TokenClock.coarse.now()
                     checker.startBatch()
-                    for call in 0..<Self.batch {
+                    for call in 0..<size {
                         if overdue.load(ordering: .relaxed) {
                             late = true
                             break

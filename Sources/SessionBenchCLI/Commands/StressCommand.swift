@@ -112,6 +112,7 @@ struct Stress: AsyncParsableCommand {
         if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
         if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
         if let replicas = scenario.replicas { words += ["--replicas", "\(replicas)"] }
+        if let syncThreads = scenario.syncThreads { words += ["--sync-threads", "\(syncThreads)"] }
         if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
         if store.isReferenceBroken { words.append("--include-broken") }
         if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }

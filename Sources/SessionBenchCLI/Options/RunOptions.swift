@@ -56,6 +56,16 @@ struct RunOptions: ParsableArguments {
         transform: ArgumentText.duration(InputRange.paceSeconds, rangeText: "1ms and 10m"))
     var pace: DurationArgument?
 
+    @Option(
+        name: .long,
+        help: """
+            OS threads that call currentToken() in steady scenarios, after the async callers, for stores with a \
+            synchronous read, \(InputRange.text(InputRange.syncThreads)); 0 skips that phase (default: as many as \
+            --tasks, at most 256).
+            """,
+        transform: ArgumentText.whole(InputRange.syncThreads))
+    var syncThreads: Int?
+
     @Flag(name: .long, help: "Include stores that are broken on purpose (they are expected to fail).")
     var includeBroken = false
 
@@ -96,7 +106,7 @@ struct RunOptions: ParsableArguments {
     var overrides: ScenarioOverrides {
         ScenarioOverrides(
             tasks: tasks, duration: duration?.duration, rounds: rounds, seed: seed, rate: rate, replicas: replicas,
-            pace: pace?.duration)
+            pace: pace?.duration, syncThreads: syncThreads)
     }
 
     func validate() throws {
