@@ -26,6 +26,9 @@ struct OracleTests {
         Case(invariant: .noCrossUserLeak, store: StickyUserStore.descriptor("sticky-user"), scenario: "user-switch"),
         Case(invariant: .failureSharedNotSticky, store: StickyFailureStore.descriptor("sticky-failure"), scenario: "flaky-server"),
         Case(invariant: .cancellationIsolated, store: PoisonedByCancellationStore.descriptor("poisoned"), scenario: "cancellation-storm"),
+        // Persist before publish in storms, not only at a crash: the token is served while its save is under way.
+        Case(invariant: .durableRotation, store: StoreCatalog.named("persist-after-publish")!, scenario: "expiry-storm"),
+        Case(invariant: .durableRotation, store: StoreCatalog.named("persist-after-publish")!, scenario: "401-storm"),
     ]
 
     static func small(_ name: String) throws -> Scenario {

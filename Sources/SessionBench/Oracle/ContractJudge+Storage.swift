@@ -35,8 +35,24 @@ extension ContractJudge {
                 break
             }
         }
-        // No save of a session after its end returned.
         let start = writesJudged[account] ?? 0
+        // Persist before publish, seen from the store's side: its synchronous read already
+        // answered with the generation (or a newer one of its session) while the save was under way.
+        for write in writes.dropFirst(start) {
+            guard let saving = write.generation, let seen = write.seenWhileSaving, seen >= saving,
+                let owner = family(saving), family(seen) == owner
+            else { continue }
+            report(
+                Finding(
+                    invariant: .durableRotation,
+                    summary:
+                        "the store's currentToken() answered with generation \(seen) while its save of generation \(saving) was still under way: the token was out before it was saved",
+                    trace: [
+                        "read from a harness thread during the save, which ended at +\(relative(write.at, timeline))"
+                    ]))
+            break
+        }
+        // No save of a session after its end returned.
         writesJudged[account] = writes.count
         for write in writes.dropFirst(start) {
             guard let generation = write.generation, let owner = family(generation),

@@ -65,6 +65,12 @@ struct RoundDriver: ContextDriver {
             configuration.storage = storage
             return descriptor.make(configuration)
         }
+        // What a store with a synchronous read serves while it saves, seen from a thread of the
+        // harness's own: persist before publish judged without waiting for a caller to come back
+        // in that window.
+        for (storage, store) in zip(storages, stores) {
+            if let storage, let reader = store as? any SynchronousTokenReading { storage.watch(reader) }
+        }
         subjects = (0..<scenario.accounts).map { [Subject("account-\($0)-a"), Subject("account-\($0)-b")] }
         signedInSlot = Array(repeating: 0, count: scenario.accounts)
         currentToken = Array(repeating: nil, count: scenario.accounts)
@@ -118,6 +124,7 @@ struct RoundDriver: ContextDriver {
         outcome.refreshCalls = server.ledger.refreshCalls
         link.measure(into: &outcome)
         link.close()
+        for storage in storages { storage?.close() }
         let observed = observedGenerations
         oracle.auditLedger(server.ledger.entries) { observed.contains($0) }
         let oracle = self.oracle
