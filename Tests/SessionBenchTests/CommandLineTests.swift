@@ -107,6 +107,27 @@ struct CommandLineTests {
         #expect(tooMany.stderr.split(separator: "\n").count == 1, "one line: \(tooMany.stderr)")
     }
 
+    @Test("writes-under-reads shows the writer's wait under async and synchronous readers, and the readers' rate")
+    func writesUnderReads() async throws {
+        let csv = try await run(
+            ["compare", "--stores", "mutex,actor-task", "--scenario", "writes-under-reads", "--format", "csv", "--output", "-"]
+                + Self.quick)
+        #expect(csv.status == 0, "\(csv.stderr)")
+        let columns = ResultsReport.csvColumns
+        let index = { (name: String) in columns.firstIndex(of: name)! }
+        let rows = csv.stdout.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+            .map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let kinds = Set(rows.map { "\($0[index("store")]) \($0[index("operation")])" })
+        #expect(kinds.isSuperset(of: ["mutex rejection", "mutex sync-write", "actor-task rejection"]), "\(kinds)")
+        #expect(!kinds.contains("actor-task sync-write"), "no synchronous readers, no write under them")
+        for row in rows where ["rejection", "sync-write"].contains(row[index("operation")]) {
+            #expect((Int(row[index("samples")]) ?? 0) > 0 && (Double(row[index("p99_ns")]) ?? 0) > 0, "\(row)")
+            #expect((Double(row[index("throughput_ops_per_s")]) ?? 0) > 0, "the readers' rate while writing: \(row)")
+        }
+        let table = try await run(["compare", "--stores", "mutex", "--scenario", "writes-under-reads"] + Self.quick)
+        #expect(table.stdout.contains("writes-under-reads · writer"), "\(table.stdout)")
+    }
+
     @Test("--cpus pins the measuring processes, and every result records where it ran")
     func pinned() async throws {
         let directory = try temporaryDirectory()

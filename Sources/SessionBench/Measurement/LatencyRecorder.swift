@@ -8,8 +8,10 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable, Co
     case syncRead = "sync-read"
     /// `validToken()` in a storm: the caller waits for (or starts) a refresh.
     case refreshWait = "refresh-wait"
-    /// `tokenRejected(_:)`.
+    /// `tokenRejected(_:)`; in `writes-under-reads`, the writer's while the async callers read.
     case rejection
+    /// `writes-under-reads`: the writer's `tokenRejected(_:)` while OS threads read `currentToken()`.
+    case syncWrite = "sync-write"
     /// `signOut()`.
     case signOut = "sign-out"
     /// `signIn(_:)`.

@@ -92,6 +92,10 @@ extension ResultsReport {
                 out += "\(scenario) · sync-read — \(sync)\n"
                 out += Format.aligned([Self.syncColumns] + view.syncRows(for: scenario)) + "\n"
             }
+            if let writer = view.writerHeading(for: scenario) {
+                out += "\(scenario) · writer — \(writer)\n"
+                out += Format.aligned([Self.writerColumns] + view.writerRows(for: scenario)) + "\n"
+            }
             if let storage = view.storageHeading(for: scenario) {
                 out += "\(scenario) · storage — \(storage)\n"
                 out += Format.aligned([view.storageColumns(for: scenario)] + view.storageRows(for: scenario)) + "\n"
@@ -117,6 +121,10 @@ extension ResultsReport {
             if let sync = view.syncHeading(for: scenario) {
                 out += "#### \(scenario) · sync-read\n\n\(sync)\n\n"
                 out += Self.markdownTable(Self.syncColumns, view.syncRows(for: scenario))
+            }
+            if let writer = view.writerHeading(for: scenario) {
+                out += "#### \(scenario) · writer\n\n\(writer)\n\n"
+                out += Self.markdownTable(Self.writerColumns, view.writerRows(for: scenario))
             }
             if let storage = view.storageHeading(for: scenario) {
                 out += "#### \(scenario) · storage\n\n\(storage)\n\n"

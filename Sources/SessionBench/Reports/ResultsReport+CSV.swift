@@ -9,7 +9,7 @@ extension ResultsReport {
         let latency: LatencySummary?
 
         /// A sync-read row counts the synchronous loop's calls, time and callers.
-        var sync: SyncReadFigures? { latency?.kind == .syncRead ? result.syncRead : nil }
+        var sync: SyncReadFigures? { latency?.kind == .syncRead || latency?.kind == .syncWrite ? result.syncRead : nil }
         var spread: ThroughputSpread? {
             sync != nil ? sync?.callerSpread : (latency?.kind == .read ? result.callerSpread : nil)
         }
@@ -73,7 +73,9 @@ extension ResultsReport {
             """
             `read` (fast path, `validToken()` from tasks), `sync-read` (`currentToken()` from OS threads; stores \
             with a synchronous read, steady scenarios), `refresh-wait` (a call in a storm), `rejection` \
-            (`tokenRejected`), `sign-out`, `sign-in`, `save` (`crash-restart`: one save of a grant to storage, \
+            (`tokenRejected`; in `writes-under-reads` the writer's, while the async callers read: the row's \
+            throughput is theirs), `sync-write` (`writes-under-reads`: the writer's `tokenRejected` while OS threads \
+            read `currentToken()`; the row's throughput is theirs), `sign-out`, `sign-in`, `save` (`crash-restart`: one save of a grant to storage, \
             fsync included), `elevated-read` (`step-up`: `elevatedToken()` with a fresh elevated token held), \
             `observer-lag-1` and `observer-lag-n` (`session-states`: from the call that changes the state to a \
             subscriber's receipt of it, with 1 and with `observers` subscribers); empty if nothing was measured

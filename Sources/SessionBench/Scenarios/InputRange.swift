@@ -18,6 +18,8 @@ public enum InputRange {
     public static let rate: ClosedRange<Double> = 1...1_000_000_000
     /// Replica processes of a `replicas` run.
     public static let replicas: ClosedRange<Int> = 2...64
+    /// A steady scenario's write interval, in seconds (`writes-under-reads`).
+    public static let writeIntervalSeconds: ClosedRange<Double> = 0.000_1...10
     /// OS threads of a steady scenario's synchronous-read phase; 0 skips the phase.
     public static let syncThreads: ClosedRange<Int> = 0...256
     /// Seconds a call may take before its store counts as hung: below half a second, a

@@ -77,6 +77,9 @@ public struct Scenario: Sendable, Hashable, Codable {
     public var reuseGraceWindow: Duration
     /// `replicas`: how many replica processes share the session (`nil`: the default, 4).
     public var replicas: Int?
+    /// Steady scenarios: a writer reports a 401 for its token this often while the readers read
+    /// (`writes-under-reads`); `nil` for none.
+    public var writeInterval: Duration?
     /// Steady scenarios, stores with a synchronous read: the OS threads that call
     /// `currentToken()` after the async loop (`nil`: as many as callers, at most 256; 0: none).
     public var syncThreads: Int?
@@ -165,6 +168,7 @@ public struct Scenario: Sendable, Hashable, Codable {
         if kind == .replicas { fields["replicas"] = "\(replicas ?? Self.defaultReplicas)" }
         if let pace, isRoundBased { fields["pace"] = seconds(pace) }
         if let syncThreads, !isRoundBased { fields["sync-threads"] = "\(syncThreads)" }
+        if let writeInterval, !isRoundBased { fields["write-interval"] = seconds(writeInterval) }
         return fields
     }
 
@@ -216,6 +220,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         if let replicas, !InputRange.replicas.contains(replicas) {
             throw .invalid("\(name): replicas must be \(InputRange.text(InputRange.replicas)) (got \(replicas))")
         }
+        if let writeInterval, !InputRange.writeIntervalSeconds.contains(writeInterval.secondsValue) {
+            throw .invalid("\(name): the write interval must be between 100us and 10s")
+        }
         if let syncThreads, !InputRange.syncThreads.contains(syncThreads) {
             throw .invalid(
                 "\(name): sync threads must be \(InputRange.text(InputRange.syncThreads)) (got \(syncThreads))")
@@ -264,6 +271,19 @@ public enum ScenarioCatalog {
         ScenarioPreset(
             Scenario(name: "steady-reads", kind: .steadyReads, tasks: 4, duration: .milliseconds(400)),
             whatHappens: "4 callers read a long-lived token as fast as they can (or at `--rate`)"),
+        ScenarioPreset(
+            {
+                var scenario = Scenario(name: "writes-under-reads", kind: .steadyReads, tasks: 4, duration: .milliseconds(400))
+                scenario.writeInterval = .milliseconds(1)
+                return scenario
+            }(),
+            whatHappens:
+                """
+                the readers of `steady-reads` read as fast as they can while a writer reports a 401 for its token \
+                once a millisecond (a refresh each time): the writer's wait behind the readers (`rejection` under \
+                the async callers, `sync-write` under the `currentToken()` threads) and the readers' throughput \
+                while it writes
+                """),
         ScenarioPreset(
             Scenario(name: "expiry-storm", kind: .expiryStorm, tasks: 64, rounds: 40),
             whatHappens:

@@ -58,7 +58,13 @@ struct SteadyDriver: ContextDriver {
         let empty = await loop(
             EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, counter, checked: false)
         let bare = await loop(store, .bare, short, nil, checked: false)
+        // writes-under-reads: the writer runs through the measured loop (and the synchronous
+        // reads below), never through the loops that set the harness's figures.
+        let asyncWriter = scenario.writeInterval.map {
+            SteadyWriter(store, every: $0, caller: scenario.tasks, phase: "writes under async reads")
+        }
         let measured = await loop(store, .measured, scenario.duration, counter, checked: true)
+        let asyncWrites = await asyncWriter?.finish()
         outcome.seconds = measured.seconds
         if let total = measured.allocations, let fixed = empty.allocations {
             // The harness's cost: the empty-store loop's, plus the turns the longer measured loop
@@ -80,7 +86,8 @@ struct SteadyDriver: ContextDriver {
         }
         let reports = measured.reports ?? []
         var recorder = LatencyRecorder()
-        var errors: [ObservedCall] = []
+        var errors: [ObservedCall] = asyncWrites?.errors ?? []
+        if let asyncWrites, asyncWrites.writes > 0 { recorder.add(.rejection, asyncWrites.latency) }
         for report in reports {
             outcome.operations += report.operations
             outcome.failedCalls += report.failures
@@ -108,7 +115,15 @@ struct SteadyDriver: ContextDriver {
         if let reader = store as? any SynchronousTokenReading, scenario.arrivalRate == nil, scenario.syncThreads != 0 {
             let driver = SyncReadDriver(scenario: scenario, oracle: oracle, hangTimeout: runner.hangTimeout)
             let phaseStart = (TokenServer.realNanoseconds(), clock.now())
-            switch await driver.run(reader, clock: clock) {
+            let syncWriter = scenario.writeInterval.map {
+                SteadyWriter(store, every: $0, caller: scenario.tasks, phase: "writes under synchronous reads")
+            }
+            let syncRun = await driver.run(reader, clock: clock)
+            if let syncWrites = await syncWriter?.finish() {
+                errors += syncWrites.errors
+                if syncWrites.writes > 0 { recorder.add(.syncWrite, syncWrites.latency) }
+            }
+            switch syncRun {
             case .finished(let figures, let latency, let anomalies):
                 // Every nil needs a reason: a refresh under way, or a token due, during the phase.
                 let timeline = SessionTimeline(
@@ -151,7 +166,7 @@ struct SteadyDriver: ContextDriver {
     /// that refreshes a fresh token on its own is refreshing for nothing (I1: no expiry, yet refresh
     /// calls).
     func judgeRefreshes(server: TokenServer, clock: TokenClock, skew: Duration) {
-        guard scenario.readersPerWriter == nil else { return }
+        guard scenario.readersPerWriter == nil, scenario.writeInterval == nil else { return }
         let entries = server.ledger.entries
         guard let first = entries.first(where: { $0.call == .signIn }), let generation = first.issuedGeneration,
             let expiry = server.issuedTokens[generation]?.expiresAt, expiry > clock.now() + skew

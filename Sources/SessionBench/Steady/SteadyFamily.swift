@@ -7,7 +7,10 @@ enum SteadyFamily: ScenarioFamily {
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { ScenarioFamilies.sessionInvariants }
 
-    static func summary(_ scenario: Scenario) -> String { "callers read a long-lived token as fast as they can" }
+    static func summary(_ scenario: Scenario) -> String {
+        guard let interval = scenario.writeInterval else { return "callers read a long-lived token as fast as they can" }
+        return "callers read as fast as they can while a writer reports a 401 every \(Format.nanoseconds(Double(interval.nanosecondsClamped)))"
+    }
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.read, .rejection] }
 
