@@ -124,6 +124,11 @@ struct CommandLineTests {
             #expect((Int(row[index("samples")]) ?? 0) > 0 && (Double(row[index("p99_ns")]) ?? 0) > 0, "\(row)")
             #expect((Double(row[index("throughput_ops_per_s")]) ?? 0) > 0, "the readers' rate while writing: \(row)")
         }
+        let mutex = { (operation: String) in
+            rows.first { $0[index("store")] == "mutex" && $0[index("operation")] == operation }?[index("throughput_ops_per_s")]
+        }
+        #expect(mutex("sync-write") == mutex("sync-read"), "under the threads, the threads' rate")
+        #expect(mutex("rejection") == mutex("read"), "under the async callers, theirs")
         let table = try await run(["compare", "--stores", "mutex", "--scenario", "writes-under-reads"] + Self.quick)
         #expect(table.stdout.contains("writes-under-reads · writer"), "\(table.stdout)")
     }

@@ -27,6 +27,9 @@ public enum OperationKind: String, Sendable, Hashable, Codable, CaseIterable, Co
     /// `session-states` with `tasks` subscribers: the same, for each of them.
     case observerLagMany = "observer-lag-n"
 
+    /// Measured while OS threads read `currentToken()`: a row of it carries their figures.
+    var besideThreads: Bool { self == .syncRead || self == .syncWrite }
+
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }

@@ -107,12 +107,13 @@ public struct MetricSource: Sendable {
         return result.latencies.contains { $0.kind == operation }
     }
 
-    /// The synchronous loop's figures, when the operation asked about is `sync-read`.
-    var sync: SyncReadFigures? { operation == .syncRead ? result.syncRead : nil }
+    /// The synchronous loop's figures, when the operation asked about ran beside it (`sync-read`,
+    /// `sync-write`).
+    var sync: SyncReadFigures? { operation?.besideThreads == true ? result.syncRead : nil }
 
-    /// `value`, where the operation asked about is a call of the async loop (whose figures the counts
-    /// are): `nil` on `sync-read`.
-    func async(_ value: Double?) -> Double? { operation == .syncRead ? nil : value }
+    /// `value`, where the operation asked about ran beside the async loop (whose figures the counts
+    /// are): `nil` on `sync-read` and `sync-write`.
+    func async(_ value: Double?) -> Double? { operation?.besideThreads == true ? nil : value }
 }
 
 extension Metric {
@@ -164,7 +165,7 @@ extension Metric {
             label: { $0.kind == .steadyReads && $0.seconds > 0 ? "calls/s" : nil }, bencherMeasure: "throughput"),
         meaning: "`operations / seconds`; empty when no call was served",
         figure: { source in
-            if source.operation == .syncRead {
+            if source.operation?.besideThreads == true {
                 return source.sync.flatMap { $0.operations > 0 ? $0.throughput : nil }
             }
             return source.result.operations > 0 ? source.result.throughput : nil

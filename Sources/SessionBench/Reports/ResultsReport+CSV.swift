@@ -9,7 +9,7 @@ extension ResultsReport {
         let latency: LatencySummary?
 
         /// A sync-read row counts the synchronous loop's calls, time and callers.
-        var sync: SyncReadFigures? { latency?.kind == .syncRead || latency?.kind == .syncWrite ? result.syncRead : nil }
+        var sync: SyncReadFigures? { latency?.kind.besideThreads == true ? result.syncRead : nil }
         var spread: ThroughputSpread? {
             sync != nil ? sync?.callerSpread : (latency?.kind == .read ? result.callerSpread : nil)
         }
