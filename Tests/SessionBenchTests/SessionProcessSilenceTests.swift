@@ -86,6 +86,20 @@ struct SessionProcessSilenceTests {
         #expect(crowded.looks.load(ordering: .relaxed) == 5, "the line was taken before a third window's wait")
     }
 
+    @Test("a line that comes within the wait's first moments costs no look at the kernel's counts")
+    func quickLineUnwatched() async {
+        let link = Self.link()
+        let counts = Counts()
+        link.deliver("ready")
+        #expect(await link.next(within: .seconds(60), cpus: 2) { counts.sample(waited: 0) } == .line("ready"))
+        #expect(counts.looks.load(ordering: .relaxed) == 0, "a line already there: no look at all")
+        Task { link.deliver("soon") }
+        #expect(await link.next(within: .seconds(60), cpus: 2) { counts.sample(waited: 0) } == .line("soon"))
+        #expect(counts.looks.load(ordering: .relaxed) <= 2, "at most one watched window, if the line came late")
+        link.finish()
+        #expect(await link.next(within: .seconds(60), cpus: 2) { counts.sample(waited: 0) } == .closed)
+    }
+
     @Test("lines already there, or a closed output, are answered at once")
     func readyEvents() async {
         let link = Self.link()

@@ -107,6 +107,9 @@ public final class SessionProcessLink: Sendable {
     func wait() async -> ProcessEnd { await waitForEnd() }
     var errors: [String] { errorLines() }
 
+    /// How long a wait goes before it asks the kernel whether the machine crowds the processes out.
+    static let unwatchedWait: Duration = .milliseconds(50)
+
     /// The run's failure when a wait on `process` gave up with `.crowdedOut`.
     static func crowdedOut(_ process: String) -> String {
         "\(process) was kept from a CPU or the disk, or the driver from a CPU, for \(crowdedWindows) hang timeouts in a row: "
@@ -123,13 +126,20 @@ public final class SessionProcessLink: Sendable {
 
     /// ``next(within:)`` with `sample` saying what the kernel counts of the process and of this
     /// one (the waiter) at each window's start and end.
+    ///
+    /// Most lines come at once or within milliseconds: the first window's first part (a quarter of
+    /// it, at most ``unwatchedWait``) waits without asking the kernel anything, so a protocol line
+    /// costs no scan of the processes' threads; only a wait that lasts past it is watched.
     func next(
         within timeout: Duration, cpus: Int, sample: () -> (process: CPUTimes?, waiter: CPUTimes?)
     ) async -> Event {
-        for _ in 0..<Self.crowdedWindows {
+        let unwatched = min(Self.unwatchedWait, timeout / 4)
+        let first = await nextLine(within: unwatched)
+        guard first == .timedOut else { return first }
+        for window in 0..<Self.crowdedWindows {
             let started = ContinuousClock.now
             let before = sample()
-            let event = await nextLine(within: timeout)
+            let event = await nextLine(within: window == 0 ? timeout - unwatched : timeout)
             guard event == .timedOut else { return event }
             let after = sample()
             let crowded = CPUTimes.crowdedOut(
