@@ -139,6 +139,32 @@ final class Child: Sendable {
         return Self.decode(status)
     }
 
+    /// Waits for the child to end, looking every `interval`; past `deadline`, `beforeKill` runs
+    /// (to take what only a living child can say) and the child is killed. Then gives `readers`,
+    /// the threads reading its pipes, up to 5 s to drain what it wrote before it ended.
+    func end(
+        by deadline: ContinuousClock.Instant, polling interval: Duration, readers: [Thread],
+        beforeKill: () -> Void = {}
+    ) async -> (end: ProcessEnd?, timedOut: Bool) {
+        var timedOut = false
+        var end = poll()
+        while end == nil {
+            if ContinuousClock.now > deadline {
+                timedOut = true
+                beforeKill()
+                end = kill()
+                break
+            }
+            try? await Task.sleep(for: interval)
+            end = poll()
+        }
+        let drain = ContinuousClock.now + .seconds(5)
+        while !readers.allSatisfy(\.isFinished), ContinuousClock.now < drain {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return (end, timedOut)
+    }
+
     /// Kills the child and reaps it.
     func kill() -> ProcessEnd {
         Foundation.kill(pid, SIGKILL)

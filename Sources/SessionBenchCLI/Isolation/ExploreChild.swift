@@ -134,22 +134,8 @@ public enum ExploreChild {
             }
         }
         errorReader.start()
-        let deadline = ContinuousClock.now + budget(plan)
-        var end = child.poll()
-        var timedOut = false
-        while end == nil {
-            if ContinuousClock.now > deadline {
-                timedOut = true
-                end = child.kill()
-                break
-            }
-            try? await Task.sleep(for: .milliseconds(5))
-            end = child.poll()
-        }
-        let drain = ContinuousClock.now + .seconds(5)
-        while !(reader.isFinished && errorReader.isFinished), ContinuousClock.now < drain {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        let (end, timedOut) = await child.end(
+            by: ContinuousClock.now + budget(plan), polling: .milliseconds(5), readers: [reader, errorReader])
         let (lines, errors) = collected.withLock { ($0.lines, $0.errors) }
         if let last = lines.last, case .exited(0)? = end,
             let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(last.utf8))

@@ -77,29 +77,17 @@ enum IsolatedRun {
         }
         errorReader.start()
 
-        let deadline = ContinuousClock.now + budget(for: scenarios, hangTimeout: hangTimeout)
-        var timedOut = false
         var starved = false
-        var exit = child.poll()
-        while exit == nil {
-            if ContinuousClock.now > deadline {
-                timedOut = true
-                // A child that spent its life waiting for a CPU it was not given was not stuck
-                // in the store: the machine was too busy for a verdict (CPUTimes).
-                starved =
-                    CPUTimes.process(child.pid)?.starved(
-                        since: CPUTimes(), seconds: (ContinuousClock.now - spawned).secondsValue,
-                        cpus: CPUPlacement.allowed.count) ?? false
-                exit = child.kill()
-                break
-            }
-            try? await Task.sleep(for: .milliseconds(10))
-            exit = child.poll()
-        }
-        // Let the readers drain what the child wrote before it ended (the pipes close with it).
-        let drainDeadline = ContinuousClock.now + .seconds(5)
-        while !(reader.isFinished && errorReader.isFinished), ContinuousClock.now < drainDeadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        let (exit, timedOut) = await child.end(
+            by: ContinuousClock.now + budget(for: scenarios, hangTimeout: hangTimeout), polling: .milliseconds(10),
+            readers: [reader, errorReader]
+        ) {
+            // A child that spent its life waiting for a CPU it was not given was not stuck in the
+            // store: the machine was too busy for a verdict (CPUTimes).
+            starved =
+                CPUTimes.process(child.pid)?.starved(
+                    since: CPUTimes(), seconds: (ContinuousClock.now - spawned).secondsValue,
+                    cpus: CPUPlacement.allowed.count) ?? false
         }
 
         let (arrived, started) = collected.withLock { ($0.results, $0.started) }
