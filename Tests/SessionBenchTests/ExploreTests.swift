@@ -51,6 +51,18 @@ struct ScheduleTests {
         #expect(chooser.choose(held, step: 1) == with, "and stays below the other")
     }
 
+    @Test("--jobs N splits the schedules into N shares that cover each index once", arguments: [1, 2, 3, 7, 64])
+    func shares(jobs: Int) {
+        for total in [0, 1, 2, 5, 64, 1_000, 1_001] {
+            let shares = (0..<jobs).map { Exploration.share(of: total, job: $0, jobs: jobs) }
+            #expect(shares.reduce(0, +) == total, "\(total) over \(jobs): \(shares)")
+            // Job j runs indices j, j + jobs, …: its count is how many of them are below the total.
+            for (job, share) in shares.enumerated() {
+                #expect(share == stride(from: job, to: total, by: jobs).underestimatedCount, "job \(job) of \(jobs), \(total)")
+            }
+        }
+    }
+
     @Test("a replay answers out of range once its script ends, so the executor calls it diverged")
     func replayEnds() {
         var replay = Replay([1, 0])
@@ -112,6 +124,21 @@ struct ExploreCommandTests {
             #expect(Self.digest(in: again.stdout) == digest, "\(again.stdout)")
             #expect(again.stdout.contains("violated I1"), "\(again.stdout)")
         }
+    }
+
+    @Test("--jobs 2 runs every schedule once, across two processes, and finds the failure one process finds")
+    func jobs() async throws {
+        let split = try await ToolProcess.run(
+            ["explore", "--stores", "mutex", "--schedules", "301", "--jobs", "2", "--quiet"], timeout: 300)
+        #expect(split.status == 0, "\(split.stdout)\(split.stderr)")
+        #expect(Self.row("mutex", in: split.stdout).prefix(3) == ["mutex", "pass", "301"], "\(split.stdout)")
+        let one = try await ToolProcess.run(["explore", "--stores", "actor-naive", "--seed", "5", "--quiet"], timeout: 120)
+        let two = try await ToolProcess.run(
+            ["explore", "--stores", "actor-naive", "--seed", "5", "--jobs", "2", "--quiet"], timeout: 120)
+        #expect(two.status == 1, "\(two.stdout)\(two.stderr)")
+        #expect(Self.replayArguments(in: two.stdout) == Self.replayArguments(in: one.stdout), "\(one.stdout)\(two.stdout)")
+        // The first failing schedule's index (the schedules column counts both processes' runs).
+        #expect(Self.row("actor-naive", in: two.stdout).dropFirst(4).first == Self.row("actor-naive", in: one.stdout).dropFirst(4).first)
     }
 
     @Test("correct stores whose work is all tasks and actors pass 300 schedules")
@@ -197,6 +224,8 @@ struct ExploreCommandTests {
         (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
         (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),
         (["explore", "--schedules", "10", "--for", "1s"], "give --schedules or --for, not both"),
+        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--jobs", "2"], "leave out --jobs"),
+        (["explore", "--jobs", "65"], "--jobs"),
         (["explore", "--tasks", "0"], "--tasks"),
         (["explore", "--stores", "nope"], "unknown store"),
     ])

@@ -23,6 +23,10 @@ public struct Exploration: Sendable {
     public var seed: UInt64
     /// PCT's d.
     public var depth: Int
+    /// Which share of the schedules this exploration runs: schedule indices `job`, `job + jobs`,
+    /// `job + 2 × jobs`… (`explore --jobs`: the processes of one store split its schedules so).
+    public var job = 0
+    public var jobs = 1
     /// Steps one schedule may take before it counts as a store that never finishes: a thousand
     /// per call, and never fewer than 200,000.
     public var stepLimit: Int { max(200_000, scenario.tasks * scenario.rounds * 1_000) }
@@ -55,11 +59,16 @@ public struct Exploration: Sendable {
         public var steps = 0
         /// The first schedule with a violation, a deadlock or a step limit.
         public var failing: Run?
-        /// The schedule index (from 1) of that first failure.
+        /// The schedule index (from 1, across every job's share) of that first failure.
         public var failingAt: Int?
         /// Jobs enqueued from threads other than the driver's: work not under control.
         public var uncontrolledJobs = 0
         public var seconds = 0.0
+    }
+
+    /// How many of `schedules` job `job` of `jobs` runs: indices `job`, `job + jobs`, … below the total.
+    public static func share(of schedules: Int, job: Int, jobs: Int) -> Int {
+        schedules > job ? (schedules - job + jobs - 1) / jobs : 0
     }
 
     /// The seed of schedule `index` (from 0) of an exploration seeded `seed`.
@@ -77,7 +86,8 @@ public struct Exploration: Sendable {
         let started = ContinuousClock.now
         var longest = 64
         while budget(outcome.schedules, ContinuousClock.now - started) {
-            let seed = Self.scheduleSeed(self.seed, outcome.schedules)
+            let index = job + outcome.schedules * jobs
+            let seed = Self.scheduleSeed(self.seed, index)
             let run: Run
             switch strategy {
             case .random: run = self.run(Recording(RandomWalk(seed: seed)), strategy: .random, seed: seed)
@@ -94,7 +104,7 @@ public struct Exploration: Sendable {
             let finished = if case .finished = run.end { true } else { false }
             if !run.violations.isEmpty || !finished {
                 outcome.failing = run
-                outcome.failingAt = outcome.schedules
+                outcome.failingAt = index + 1
                 break
             }
             progress(outcome)

@@ -28,7 +28,7 @@ struct Explore: AsyncParsableCommand {
         var report = ExploreReport(plan: plan)
         if !options.quiet { Log.progress(report.heading) }
         for store in plan.stores {
-            let outcome = try await ExploreChild.run(store: store, plan: plan)
+            let outcome = try await ExploreChild.run(store: store, plan: plan, jobs: plan.jobs)
             report.add(store: store, outcome)
             if !options.quiet, plan.replay == nil {
                 Log.progress("explore: \(store): \(outcome.schedules) schedule(s), \(report.verdict(outcome))")
@@ -79,6 +79,19 @@ struct ExploreOptions: ParsableArguments {
     @Option(name: .long, help: "Expiries per schedule, 1 to 1000 (default: 2).", transform: ArgumentText.whole(1...1_000))
     var rounds = 2
 
+    @Option(
+        name: .long,
+        help: """
+            Processes per store, 1 to 64, each running its share of the schedules (index j, j + N, …), \
+            so N cores explore N times as many (default: 1). The first failing schedule is the same whatever N.
+            """,
+        transform: ArgumentText.whole(1...64))
+    var jobs = 1
+
+    /// Which share of the schedules a child runs (set by `explore` for its child processes).
+    @Option(name: .long, help: .hidden, transform: ArgumentText.whole(0...63))
+    var job = 0
+
     @Option(name: .long, help: "Play this schedule string back (one store) instead of exploring.")
     var replay: String?
 
@@ -100,6 +113,8 @@ struct ExploreOptions: ParsableArguments {
                 "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'")
         }
         if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
+        if replay != nil, jobs > 1 { throw UsageError("--replay plays one schedule in one process: leave out --jobs") }
+        if job >= jobs { throw UsageError("--job must be below --jobs (\(jobs))") }
         let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }
@@ -122,7 +137,8 @@ struct ExploreOptions: ParsableArguments {
         explored.rounds = rounds
         return ExplorePlan(
             stores: resolved.map(\.name), scenario: explored, strategy: strategy, seed: seed, depth: depth,
-            schedules: timeLimit == nil ? schedules ?? 1_000 : nil, seconds: timeLimit?.seconds, replay: schedule)
+            schedules: timeLimit == nil ? schedules ?? 1_000 : nil, seconds: timeLimit?.seconds, replay: schedule,
+            jobs: jobs, job: job)
     }
 }
 
@@ -136,15 +152,19 @@ struct ExplorePlan: Sendable {
     var schedules: Int?
     var seconds: Double?
     var replay: ScheduleText?
+    /// Processes per store, and which of them this plan is (a child's).
+    var jobs = 1
+    var job = 0
 
-    /// The child's arguments for `store`.
-    func arguments(for store: String) -> [String] {
+    /// The child's arguments for `store`, job `job` of the plan's jobs.
+    func arguments(for store: String, job: Int = 0) -> [String] {
         var arguments = [
             ExploreChild.command, "--stores", store, "--scenario", scenario.name, "--tasks", String(scenario.tasks),
             "--rounds", String(scenario.rounds), "--strategy", strategy.rawValue, "--seed", String(seed), "--depth",
             String(depth), "--quiet",
         ]
         if let schedules { arguments += ["--schedules", String(schedules)] }
+        if jobs > 1 { arguments += ["--jobs", String(jobs), "--job", String(job)] }
         if let seconds { arguments += ["--for", "\(seconds)s"] }
         if let replay { arguments += ["--replay", replay.description] }
         return arguments

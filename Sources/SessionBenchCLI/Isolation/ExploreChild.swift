@@ -50,8 +50,11 @@ public enum ExploreChild {
             FileHandle.standardError.write(Data("session-bench \(command): no store, or no controlled executor\n".utf8))
             exit(ExitStatus.usage.rawValue)
         }
-        let exploration = Exploration(
+        var exploration = Exploration(
             store: store, scenario: plan.scenario, strategy: plan.strategy, seed: plan.seed, depth: plan.depth)
+        exploration.job = plan.job
+        exploration.jobs = plan.jobs
+        let share = Exploration.share(of: plan.schedules ?? 1_000, job: plan.job, jobs: plan.jobs)
         var outcome: Outcome
         if let schedule = plan.replay {
             let run = exploration.replay(schedule)
@@ -67,7 +70,7 @@ public enum ExploreChild {
             let limit = plan.seconds.map { DurationText.duration(seconds: $0) }
             let found = exploration.explore { schedules, elapsed in
                 if let limit { return schedules == 0 || elapsed < limit }
-                return schedules < plan.schedules ?? 1_000
+                return schedules < share
             }
             outcome = Outcome(
                 schedules: found.schedules, steps: found.steps, seconds: found.seconds,
@@ -108,8 +111,41 @@ public enum ExploreChild {
         return DurationText.duration(seconds: seconds + 60)
     }
 
-    /// Runs `store`'s exploration in a child process and reads what it found.
-    static func run(store: String, plan: ExplorePlan) async throws -> Outcome {
+    /// Runs `store`'s exploration in `jobs` child processes at once, each its share of the
+    /// schedules, and puts together what they found: every schedule counted, the wall time of the
+    /// slowest, the failure at the lowest schedule index (the one a single process would have
+    /// stopped at), and any child's hang, crash or escaped work.
+    static func run(store: String, plan: ExplorePlan, jobs: Int) async throws -> Outcome {
+        guard jobs > 1 else { return try await run(store: store, plan: plan, job: 0) }
+        let started = ContinuousClock.now
+        let outcomes = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            for job in 0..<jobs { group.addTask { try await run(store: store, plan: plan, job: job) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        return merged(outcomes, seconds: (ContinuousClock.now - started).secondsValue)
+    }
+
+    /// What `jobs` children found, as one exploration.
+    static func merged(_ outcomes: [Outcome], seconds: Double) -> Outcome {
+        let failing = outcomes.filter { $0.failingAt != nil }.min { $0.failingAt! < $1.failingAt! }
+        let troubled = outcomes.first { $0.verdict != nil || $0.problem != nil }
+        var outcome = failing ?? troubled ?? outcomes[0]
+        if failing != nil, let troubled, troubled.verdict == .hung || troubled.verdict == .crashed {
+            outcome.problem = troubled.problem
+        }
+        if failing == nil, let troubled {
+            outcome.verdict = troubled.verdict
+            outcome.problem = troubled.problem
+        }
+        outcome.schedules = outcomes.reduce(0) { $0 + $1.schedules }
+        outcome.steps = outcomes.reduce(0) { $0 + $1.steps }
+        outcome.uncontrolledJobs = outcomes.map(\.uncontrolledJobs).max() ?? 0
+        outcome.seconds = seconds
+        return outcome
+    }
+
+    /// Runs job `job` of `store`'s exploration in a child process and reads what it found.
+    static func run(store: String, plan: ExplorePlan, job: Int) async throws -> Outcome {
         let child: Child
         // The same hashes in every process: a store that resumes its waiters from a dictionary
         // resumes them in the same order when the schedule is replayed.
@@ -117,7 +153,7 @@ public enum ExploreChild {
         environment["SWIFT_DETERMINISTIC_HASHING"] = "1"
         do {
             child = try Child.spawn(
-                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store), environment: environment)
+                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store, job: job), environment: environment)
         } catch {
             throw UsageError("explore: could not start the exploring process: \(error)")
         }
