@@ -166,6 +166,12 @@ public final class TokenServer: StepUpEndpoint {
     /// against (its session, user and expiry as issued, and the fingerprint of its value).
     public var issuedTokens: [UInt64: IssuedToken] { state.withLock(visibleTo: self) { $0.issued } }
 
+    /// The generation of the access token `refreshToken` was issued with, in one grant; `nil` for
+    /// a refresh token this server never issued. What the harness checks a saved grant against.
+    public func issuedGeneration(of refreshToken: RefreshToken) -> UInt64? {
+        state.withLock(visibleTo: self) { $0.refreshTokens[refreshToken.value]?.generation }
+    }
+
     /// Scripted refresh answers not yet used.
     public var scriptedRefreshesLeft: Int { state.withLock(visibleTo: self) { $0.scriptedFaults.count } }
 

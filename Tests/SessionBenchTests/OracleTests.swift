@@ -29,6 +29,8 @@ struct OracleTests {
         // Persist before publish in storms, not only at a crash: the token is served while its save is under way.
         Case(invariant: .durableRotation, store: StoreCatalog.named("persist-after-publish")!, scenario: "expiry-storm"),
         Case(invariant: .durableRotation, store: StoreCatalog.named("persist-after-publish")!, scenario: "401-storm"),
+        // A grant saved with another grant's refresh token: storms see it, not only a restart.
+        Case(invariant: .durableRotation, store: KeepsOldRefreshTokenStore.descriptor, scenario: "expiry-storm"),
     ]
 
     static func small(_ name: String) throws -> Scenario {
@@ -104,5 +106,31 @@ struct OracleTests {
         #expect(result.storms == scenario.rounds)
         #expect(result.refreshesPerExpiry == 1)
         #expect(result.waitersPerRefresh == Double(scenario.tasks))
+    }
+}
+
+/// A `MutexStore` whose storage layer merges each saved grant with what it already holds and
+/// keeps the old refresh token: the access token in storage is the newest, its refresh token the
+/// sign-in's, which the server has long rotated away. In memory the store is right.
+enum KeepsOldRefreshTokenStore {
+    final class Merging: TokenStorage, @unchecked Sendable {
+        let inner: any TokenStorage
+        init(_ inner: any TokenStorage) { self.inner = inner }
+
+        func load() throws(StorageError) -> TokenGrant? { try inner.load() }
+        func clear() throws(StorageError) { try inner.clear() }
+        func save(_ grant: TokenGrant) throws(StorageError) {
+            let kept = (try? inner.load())??.refreshToken ?? grant.refreshToken
+            try inner.save(TokenGrant(accessToken: grant.accessToken, refreshToken: kept))
+        }
+    }
+
+    static let descriptor = StoreDescriptor(
+        name: "keeps-old-refresh-token", summary: "wrong on purpose", isReferenceBroken: true,
+        offersSynchronousRead: true, persistsSession: true
+    ) { configuration in
+        var configuration = configuration
+        configuration.storage = configuration.storage.map { Merging($0) }
+        return MutexStore(configuration: configuration)
     }
 }

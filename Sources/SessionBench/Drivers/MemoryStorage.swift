@@ -22,9 +22,20 @@ final class MemoryStorage: TokenStorage {
         /// What the store's `currentToken()`, read from another thread while this save was under
         /// way, answered (its generation); `nil` when it answered nothing, or not in time.
         var seenWhileSaving: UInt64?
+        /// The generation of the access token the saved refresh token was issued with, as the
+        /// server says (``MemoryStorage/pairing``): the saved generation for a grant saved whole;
+        /// `nil` for a clear, or when not asked.
+        var refreshIssuedWith: UInt64?
+        /// The saved refresh token is not one the server issued.
+        var refreshUnknown = false
     }
 
     private let state = Mutex<(saved: TokenGrant?, writes: [Write])>((nil, []))
+    /// Which access token's grant a refresh token came in: the server's answer (a storm's storage
+    /// asks its server, so a grant saved with another grant's refresh token shows).
+    private let pairing: (@Sendable (RefreshToken) -> UInt64?)?
+
+    init(pairing: (@Sendable (RefreshToken) -> UInt64?)? = nil) { self.pairing = pairing }
     private let witness = Mutex<SaveWitness?>(nil)
 
     /// Reads `store`'s synchronous path during each save from now on.
@@ -42,10 +53,14 @@ final class MemoryStorage: TokenStorage {
     func save(_ grant: TokenGrant) throws(StorageError) {
         let generation = grant.accessToken.generation
         let seen = witness.withLock(visibleTo: self) { $0 }?.read()
+        let paired = pairing.map { $0(grant.refreshToken) }
         let at = TokenServer.realNanoseconds()
         state.withLock(visibleTo: self) {
             $0.saved = grant
-            $0.writes.append(Write(at: at, generation: generation, seenWhileSaving: seen))
+            $0.writes.append(
+                Write(
+                    at: at, generation: generation, seenWhileSaving: seen, refreshIssuedWith: paired ?? nil,
+                    refreshUnknown: paired.map { $0 == nil } ?? false))
         }
     }
 

@@ -52,6 +52,21 @@ extension ContractJudge {
                     ]))
             break
         }
+        // A grant is saved whole: its refresh token is the one the server issued with its access
+        // token. Another grant's (an older one the server has since rotated away) or one the server
+        // never issued leaves a storage that a restart cannot refresh from.
+        for write in writes.dropFirst(start) {
+            guard let saving = write.generation, write.refreshUnknown || (write.refreshIssuedWith.map { $0 != saving } ?? false)
+            else { continue }
+            report(
+                Finding(
+                    invariant: .durableRotation,
+                    summary: write.refreshUnknown
+                        ? "the store saved generation \(saving) beside a refresh token the server never issued"
+                        : "the store saved generation \(saving) beside the refresh token issued with generation \(write.refreshIssuedWith!): a restart would present a refresh token of another grant",
+                    trace: ["the save ended at +\(relative(write.at, timeline))"]))
+            break
+        }
         // No save of a session after its end returned.
         writesJudged[account] = writes.count
         for write in writes.dropFirst(start) {

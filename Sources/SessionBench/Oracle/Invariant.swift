@@ -155,7 +155,7 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
             session saved intact goes on after the restart (its first call and its storm get tokens, the server \
             accepts what it presents). Losing a rotation no caller saw (a crash before the answer arrived, or \
             before or during its save) is counted, by cause, not a violation; and in every round scenario, for a \
-            store that keeps its session (given a storage in memory there), every token handed out was saved first — and, for a store with a synchronous read, `currentToken()` read from a harness thread while each save is under way does not already answer with the token being saved
+            store that keeps its session (given a storage in memory there), every token handed out was saved first — and, for a store with a synchronous read, `currentToken()` read from a harness thread while each save is under way does not already answer with the token being saved; and every grant is saved whole, its refresh token the one the server issued with its access token
             """
         case .signOutDurable:
             """

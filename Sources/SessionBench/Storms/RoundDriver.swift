@@ -59,7 +59,9 @@ struct RoundDriver: ContextDriver {
         contract = ContractJudge(skew: configuration.refreshSkew, paced: scenario.pace != nil)
         // A store that keeps its session gets a storage (in memory: the storms measure the store),
         // and the contract's storage promises are judged at every event.
-        storages = (0..<scenario.accounts).map { _ in descriptor.persistsSession ? MemoryStorage() : nil }
+        storages = (0..<scenario.accounts).map { _ in
+            descriptor.persistsSession ? MemoryStorage(pairing: { [server] in server.issuedGeneration(of: $0) }) : nil
+        }
         stores = storages.map { storage in
             var configuration = configuration
             configuration.storage = storage
