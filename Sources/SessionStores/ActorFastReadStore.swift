@@ -23,7 +23,7 @@ import Synchronization
 ///   due, refresh under way, signed out) pays the actor hop, as every `ActorTaskStore` call does.
 /// - Known weakness: a write — a 401 that needs a refresh, sign-in, sign-out — takes several actor
 ///   hops, and each one waits its turn on the cooperative pool behind every runnable reader task,
-///   which never suspends on a fresh read: with 64 async readers on 2 cores a 401 waited 21.7 ms
+///   which never suspends on a fresh read: with 64 async readers on 2 cores a 401 waited about 22 ms
 ///   at the median, against 1.1 ms for ``LockFreeReadStore`` and 0.11 ms for ``ActorTaskStore``,
 ///   whose readers hop too (`writes-under-reads`, results/writes-under-reads.csv). Readers on OS
 ///   threads do not hold it up. One cached token per thread, shared with ``LockFreeReadStore``'s,
