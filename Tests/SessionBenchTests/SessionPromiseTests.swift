@@ -41,8 +41,13 @@ struct SessionPromiseTests {
             .map { [$0.name, scenario] }
     }
 
-    @Test("six correct stores offer both")
-    func sixOfferBoth() { #expect(Self.offered.count == 12) }
+    @Test("seven correct stores offer both: the five lock and queue stores and the two actor stores")
+    func sevenOfferBoth() {
+        let stores = ["lock-free-read", "mutex", "nslock", "actor-task", "actor-fast-read", "barrier-queue", "serial-queue"]
+        #expect(Self.offered.map { $0.joined(separator: " × ") } == ["step-up", "session-states"].flatMap { scenario in
+            stores.map { "\($0) × \(scenario)" }
+        })
+    }
 
     @Test("every correct store that offers them keeps every promise", arguments: offered)
     func correctStoresPass(_ pair: [String]) async throws {
