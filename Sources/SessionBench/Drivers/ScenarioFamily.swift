@@ -29,7 +29,8 @@ extension ContextDriver {
 /// One family of scenarios, in a folder of its own: the kinds it runs, what its runs judge, how
 /// reports describe it, and its driver.
 ///
-/// A new kind is a case of ``Scenario/Kind`` with its preset (`Scenarios/Scenario.swift`), a
+/// A new kind is a case of ``Scenario/Kind`` (`Scenarios/Scenario.swift`) with its preset
+/// (`Scenarios/ScenarioCatalog.swift`), a
 /// family in a folder of its own (or a kind added to one), and one line in
 /// ``ScenarioFamilies/all``.
 protocol ScenarioFamily: SendableMetatype {
