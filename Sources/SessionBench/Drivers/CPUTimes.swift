@@ -103,13 +103,20 @@ public struct CPUTimes: Sendable, Equatable {
 struct PatientWait {
     static let extensions = 4
 
+    /// Where a window of the kernel's counts starts: when, and this process's times then.
+    typealias Window = (start: ContinuousClock.Instant, times: CPUTimes?)
+
+    /// This process's window from now.
+    static func window() -> Window { (ContinuousClock.now, CPUTimes.process(getpid())) }
+
     /// `wait(deadline)` until it gives a value; `extended(newDeadline)` hears each extension
-    /// (to tell a watchdog).
+    /// (to tell a watchdog). The first window starts at `since` — when the deadline was set, for
+    /// waits that share one: a wait begun just before it would judge the machine on a moment.
     static func wait<T>(
-        until deadline: ContinuousClock.Instant, hangTimeout: Duration,
+        until deadline: ContinuousClock.Instant, hangTimeout: Duration, since: Window? = nil,
         extended: (ContinuousClock.Instant) -> Void = { _ in }, _ wait: (ContinuousClock.Instant) async -> T?
     ) async -> T? {
-        var window = (start: ContinuousClock.now, times: CPUTimes.process(getpid()))
+        var window = since ?? Self.window()
         var result = await wait(deadline)
         var count = 0
         while result == nil, count < extensions, let before = window.times, let now = CPUTimes.process(getpid()),

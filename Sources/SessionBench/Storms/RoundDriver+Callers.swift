@@ -161,12 +161,14 @@ extension RoundDriver {
     /// Collects every caller of `waves` (releasing nothing), or records a hang.
     mutating func collect(_ waves: [Wave], phase: String) async -> [ObservedCall]? {
         var calls: [ObservedCall] = []
-        let deadline = ContinuousClock.now + runner.hangTimeout
+        let window = PatientWait.window()
+        let deadline = window.start + runner.hangTimeout
         for wave in waves where wave.count > 0 {
             expectBack(by: deadline, wave, phase: phase)
-            // A machine too busy to run the callers is not a store that does not return them.
+            // A machine too busy to run the callers is not a store that does not return them;
+            // every wave's wait is judged from when the deadline was set.
             let results = await PatientWait.wait(
-                until: deadline, hangTimeout: runner.hangTimeout,
+                until: deadline, hangTimeout: runner.hangTimeout, since: window,
                 extended: { expectBack(by: $0, wave, phase: phase) }
             ) { await wave.latch.wait(until: $0) }
             watch.back()
