@@ -10,7 +10,9 @@ import Synchronization
 /// that every allocation counter can be held to a known figure, and one restores a saved
 /// session without its refresh token (the Keychain item unreadable before the first unlock), so
 /// it gives the session up at its first refresh; one is correct but resumes each read from a
-/// Dispatch thread (work `explore` cannot control). They exist only when
+/// Dispatch thread (work `explore` cannot control); one has a single-flight refresh with a gap
+/// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT). They
+/// exist only when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
     static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
@@ -51,6 +53,11 @@ enum SelfTestStores {
             summary: "a restored session's first refresh ends in signed out (self-test)", isReferenceBroken: true,
             offersSynchronousRead: false, persistsSession: true
         ) { RestoredWithoutRefreshToken(configuration: $0) },
+        StoreDescriptor(
+            name: "gap-before-publish",
+            summary: "single-flight, but a caller resuming while a refresh publishes refreshes again (self-test)",
+            isReferenceBroken: true
+        ) { GapBeforePublishStore(configuration: $0) },
     ]
 }
 

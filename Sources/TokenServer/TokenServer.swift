@@ -127,10 +127,18 @@ public final class TokenServer: StepUpEndpoint {
     public let signInGate = RefreshGate()
     let clock: TokenClock
     let state: Mutex<State>
+    /// How the server waits out a call's latency; `nil`: `Task.sleep`.
+    let sleeper: (@Sendable (Duration) async -> Void)?
 
-    public init(configuration: Configuration = Configuration(), clock: TokenClock = .coarse) {
+    /// - Parameter sleeper: waits out each call's latency instead of `Task.sleep` (a scheduler
+    ///   with time of its own hands the exact delay to it).
+    public init(
+        configuration: Configuration = Configuration(), clock: TokenClock = .coarse,
+        sleeper: (@Sendable (Duration) async -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.clock = clock
+        self.sleeper = sleeper
         state = Mutex(State(random: SeededRandom(seed: configuration.seed)))
     }
 
@@ -367,6 +375,7 @@ public final class TokenServer: StepUpEndpoint {
 
     func sleep(_ duration: Duration) async {
         guard duration > .zero else { return }
+        if let sleeper { return await sleeper(duration) }
         try? await Task.sleep(for: duration)
     }
 }

@@ -72,6 +72,58 @@ struct ScheduleTests {
         #expect(replay.choose(held, step: 2) == -1)
     }
 
+    @Test("setting aside a task whose next step is held is a preemption; a step past a sleep, or a free pick, is not")
+    func preemptionsCounted() {
+        var observer = StepObserver()
+        let held = Self.jobs([1, 2, 3])
+        observer.see(held)
+        observer.note(held, chose: 0)  // task 1 runs: the default, nothing to set aside
+        #expect(observer.preemptions == 0 && observer.overrides.isEmpty)
+        observer.note(held, chose: 1)  // task 1 could go on; task 2 runs
+        let afterOne = StepObserver.Point(after: 0, count: 1)
+        #expect(observer.preemptions == 1 && observer.overrides == [afterOne: 1])
+        let afterSleep = [HeldJob(id: 2, isTimer: true), HeldJob(id: 3, isTimer: false)]
+        observer.note(afterSleep, chose: 1)  // task 2 sleeps: task 3 is a free pick, not the oldest
+        let afterTwo = StepObserver.Point(after: 1, count: 1)
+        #expect(observer.preemptions == 1 && observer.overrides[afterTwo] == 2)
+        #expect(observer.order == [afterOne, afterTwo])
+        let others = Self.jobs([1, 2])
+        observer.note(others, chose: 0)  // task 3 is not held: the oldest is the default
+        #expect(observer.preemptions == 1 && observer.overrides.count == 2)
+        #expect(observer.tasks == 3)
+    }
+
+    @Test("a guided schedule takes the default at every step but the ones it overrides, naming jobs by first sight")
+    func guided() {
+        var plain = Guided(overrides: [:])
+        let held = Self.jobs([7, 8, 9])
+        #expect(plain.choose(held, step: 0) == 0)
+        #expect(plain.choose(Self.jobs([8, 9, 7]), step: 1) == 2, "task 7 goes on wherever it is held")
+        // Ordinal 2 is the third job first seen: 9; it runs right after the first step of job 7.
+        var steered = Guided(overrides: [StepObserver.Point(after: 0, count: 1): 2])
+        #expect(steered.choose(held, step: 0) == 0)
+        #expect(steered.choose(Self.jobs([8, 9, 7]), step: 1) == 1)
+        #expect(steered.observer.preemptions == 1)
+        // A replay follows its script and counts the same way.
+        var replay = Guided(replaying: [0, 1])
+        #expect(replay.choose(held, step: 0) == 0)
+        #expect(replay.choose(Self.jobs([8, 9, 7]), step: 1) == 1)
+        #expect(replay.choose(held, step: 2) == -1)
+        #expect(replay.observer.preemptions == 1)
+    }
+
+    #if compiler(>=6.3) && os(Linux)
+    @Test("virtual time rounds each delay to a millisecond: a sleep that arrives a few microseconds short is a full one")
+    func tick() {
+        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) - .microseconds(7)) == 1_000_000)
+        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) + .microseconds(7)) == 1_000_000)
+        #expect(ControlledExecutor.nanoseconds(Duration.microseconds(400)) == 0)
+        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(50)) == 50_000_000)
+        #expect(ControlledExecutor.nanoseconds(Duration.seconds(-1)) == 0)
+        #expect(ControlledExecutor.nanoseconds(Duration.seconds(Int64.max)) == .max / 4)
+    }
+    #endif
+
     @Test("a random walk's choices come from its seed alone")
     func randomWalk() {
         var one = Recording(RandomWalk(seed: 3))
@@ -153,6 +205,40 @@ struct ExploreCommandTests {
     }
 
     static let selfTest = ["SESSION_BENCH_SELF_TEST_STORES": "1"]
+
+    @Test("a failure is shrunk to its fewest preemptions, printed as a table a column per caller, and replays")
+    func shrunkAndTabled() async throws {
+        let run = try await ToolProcess.run(["explore", "--stores", "actor-naive", "--quiet"], timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        // The re-entrant actor needs no preemption at all: every caller's await is a hop.
+        #expect(run.stdout.contains(", 0 preemptions (shrunk from "), "\(run.stdout)")
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        let header = try #require(lines.firstIndex { $0.contains("caller 0") && $0.contains("server") }, "\(run.stdout)")
+        #expect(lines[header].contains("caller 3"))
+        #expect(lines.dropFirst(header).contains { $0.trimmingCharacters(in: .whitespaces) == "refresh g1 → g2" })
+        #expect(lines.dropFirst(header).contains { $0.trimmingCharacters(in: .whitespaces) == "← g2" })
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], timeout: 120)
+        #expect(again.status == 1 && Self.digest(in: again.stdout) == Self.digest(in: run.stdout), "\(again.stdout)")
+        #expect(again.stdout.contains(", 0 preemptions"), "\(again.stdout)")
+    }
+
+    @Test("a bug of depth 3 — two preemptions in order — is found by PCT at depth 3, never at depth 2 or 1")
+    func depthThree() async throws {
+        for depth in [1, 2] {
+            let run = try await ToolProcess.run(
+                ["explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "\(depth)", "--schedules", "1000",
+                 "--quiet"], environment: Self.selfTest, timeout: 120)
+            #expect(run.status == 0, "depth \(depth): \(run.stdout)\(run.stderr)")
+            #expect(Self.row("gap-before-publish", in: run.stdout).dropFirst().prefix(2) == ["pass", "1000"], "\(run.stdout)")
+        }
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "3", "--schedules", "1000", "--quiet"],
+            environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("gap-before-publish", in: run.stdout).dropFirst().first == "violated", "\(run.stdout)")
+        #expect(run.stdout.contains("I1 single-flight") && run.stdout.contains(", 2 preemptions"), "\(run.stdout)")
+    }
 
     @Test("a Mutex store with no single-flight refresh is caught too: every server answer is a choice")
     func lockStoreRaceFound() async throws {

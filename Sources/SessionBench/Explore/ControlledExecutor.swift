@@ -79,6 +79,22 @@ public enum ControlledExecution {
         #endif
     }
 
+    /// `Task.sleep(for: delay)`, its timer due exactly `delay` of virtual time from now. A sleep
+    /// reaches the executor as an instant on the real clock, which moved on while the step ran:
+    /// the delay it would read off that instant is a little short, by however long the step took
+    /// (milliseconds when the machine is busy), and two sleeps of one length would end apart.
+    public static func sleep(for delay: Duration) async {
+        #if compiler(>=6.3) && os(Linux)
+        if isInstalled, ControlledExecutor.shared.isDriving {
+            ControlledExecutor.shared.exactDelay = ControlledExecutor.nanoseconds(delay)
+            defer { ControlledExecutor.shared.exactDelay = nil }
+            try? await Task.sleep(for: delay)
+            return
+        }
+        #endif
+        try? await Task.sleep(for: delay)
+    }
+
     /// Starts `body` as a task and runs every job on this thread, one at a time, in the order
     /// `chooser` picks, until `body` returns; then the jobs it left (work a store started and
     /// nobody awaited) run too, up to the step limit, so no actor is left mid-turn; any still held
@@ -134,6 +150,10 @@ final class ControlledMainExecutor: MainExecutor, SchedulingExecutor, @unchecked
     func stop() {}
 }
 
+/// The id of the task a job runs (0 for a job that is no task): the runtime's own entry point.
+@_silgen_name("swift_task_getJobTaskId")
+private func jobTaskId(_ job: UnownedJob) -> UInt64
+
 final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
     static let shared = ControlledExecutor()
 
@@ -160,21 +180,48 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
     /// The driving thread's id (`pthread_self`), 0 when none drives.
     private let driver = Atomic<UInt>(0)
     let offThread = Atomic(0)
+    /// The id of the job the driver is running, 0 between jobs: read and written on the driving
+    /// thread only.
+    private var running: UInt = 0
+    /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
+    /// nanoseconds: set, read and cleared on the driving thread only.
+    var exactDelay: Int64?
 
-    /// A delay in whole nanoseconds, 0 for a clock whose durations are not `Duration`s.
+    /// Whether this thread is the one driving a schedule.
+    var isDriving: Bool { UInt(pthread_self()) == driver.load(ordering: .relaxed) }
+
+    /// Virtual time's unit: every delay is rounded to the nearest one.
+    static let tick: Int64 = 1_000_000
+
+    /// A delay in nanoseconds, rounded to the nearest ``tick``; 0 for a clock whose durations are
+    /// not `Duration`s. A sleep until an instant arrives as the real time left to it, a few
+    /// microseconds short of the sleep asked for, by however long the step took to get from
+    /// reading the clock to the enqueue: rounded, two sleeps of 1 ms from one step of virtual
+    /// time end at the same instant in every process, and the schedule replays.
     static func nanoseconds<D: DurationProtocol>(_ delay: D) -> Int64 {
         guard let delay = delay as? Duration else { return 0 }
         let (seconds, attoseconds) = delay.components
         guard seconds >= 0 else { return 0 }
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max / 2 : scaled &+ attoseconds / 1_000_000_000
+        if overflow || scaled > .max / 4 { return .max / 4 }
+        let exact = scaled &+ attoseconds / 1_000_000_000
+        return (exact + tick / 2) / tick * tick
     }
 
     func hold(_ job: UnownedJob, timer: Bool, after nanoseconds: Int64 = 0, main: Bool = false) {
-        if UInt(pthread_self()) != driver.load(ordering: .relaxed) {
-            offThread.add(1, ordering: .relaxed)
+        let onDriver = isDriving
+        if !onDriver { offThread.add(1, ordering: .relaxed) }
+        // A job is known by the task it runs, which keeps its id from step to step. A job that is
+        // no task (what `Task.yield` enqueues, an actor's turn) belongs to the task whose step
+        // enqueued it, when one did; else it is known by its address.
+        var nanoseconds = nanoseconds
+        if timer, onDriver, let exact = exactDelay {
+            nanoseconds = exact
+            exactDelay = nil
         }
-        var info = HeldJob(id: unsafeBitCast(job, to: UInt.self), isTimer: timer)
+        let task = UInt(jobTaskId(job))
+        let id = task != 0 ? task : onDriver && running != 0 ? running : unsafeBitCast(job, to: UInt.self)
+        var info = HeldJob(id: id, isTimer: timer)
         held.withLock { held in
             info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
             held.jobs.append((job, info, main))
@@ -242,12 +289,13 @@ final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sen
                 if taken.info.isTimer { held.now = max(held.now, taken.info.deadline) }
                 return taken
             }
-            _ = info
+            running = info.id
             if main {
                 job.runSynchronously(on: mainExecutor)
             } else {
                 job.runSynchronously(on: executor)
             }
+            running = 0
             steps += 1
         }
     }

@@ -51,6 +51,30 @@ public struct Exploration: Sendable {
         /// runs that did the same thing.
         public var digest: UInt64
         public var uncontrolledJobs: Int
+        /// What the callers and the server did, in order, for the interleaving table.
+        var trace = StormTrace()
+        /// Steps where a task that could go on was set aside for another, and the tasks the
+        /// schedule held (PCT's n): `nil` when not counted.
+        public var preemptions: Int?
+        public var tasks: Int?
+
+        /// How the schedule ended, and the invariants it broke: what a shrunk schedule must keep.
+        var failure: (end: String, invariants: Set<Invariant>) {
+            let end: String
+            switch self.end {
+            case .finished: end = "finished"
+            case .deadlocked: end = "deadlocked"
+            case .stepLimit: end = "stepLimit"
+            case .diverged: end = "diverged"
+            }
+            return (end, Set(violations.map(\.invariant)))
+        }
+    }
+
+    /// What the callers and the server did in one schedule.
+    struct StormTrace: Sendable {
+        var calls: [ObservedCall] = []
+        var entries: [LedgerEntry] = []
     }
 
     /// What exploring found.
@@ -90,10 +114,12 @@ public struct Exploration: Sendable {
             let seed = Self.scheduleSeed(self.seed, index)
             let run: Run
             switch strategy {
-            case .random: run = self.run(Recording(RandomWalk(seed: seed)), strategy: .random, seed: seed)
+            case .random:
+                var chooser = Recording(RandomWalk(seed: seed))
+                run = self.run(&chooser, strategy: .random, seed: seed)
             case .pct:
-                run = self.run(
-                    Recording(PriorityChangePoints(seed: seed, depth: depth, steps: longest)), strategy: .pct, seed: seed)
+                var chooser = Recording(PriorityChangePoints(seed: seed, depth: depth, steps: longest))
+                run = self.run(&chooser, strategy: .pct, seed: seed)
             }
             outcome.schedules += 1
             outcome.steps += run.schedule.choices.count
@@ -113,28 +139,32 @@ public struct Exploration: Sendable {
         return outcome
     }
 
-    /// Plays `schedule` back.
-    /// Plays `schedule` back. A schedule that needs a choice past the jobs held, or that ends
-    /// with choices left over, does not fit this store and build: its end is `.diverged`.
+    /// Plays `schedule` back, its preemptions counted. A schedule that needs a choice past the
+    /// jobs held, or that ends with choices left over, does not fit this store and build: its end
+    /// is `.diverged`.
     public func replay(_ schedule: ScheduleText) -> Run {
-        var run = self.run(Recording(Replay(schedule.choices)), strategy: schedule.strategy, seed: schedule.seed)
+        var chooser = Recording(Guided(replaying: schedule.choices))
+        var run = self.run(&chooser, strategy: schedule.strategy, seed: schedule.seed)
         if case .finished(let steps) = run.end, steps < schedule.choices.count { run.end = .diverged(steps: steps) }
         if case .diverged = run.end {} else { run.schedule = schedule }
+        run.preemptions = chooser.inner.observer.preemptions
+        run.tasks = chooser.inner.observer.tasks
         return run
     }
 
-    /// One schedule, its choices recorded.
-    func run<Inner: ScheduleChooser>(_ chooser: Recording<Inner>, strategy: ScheduleStrategy, seed: UInt64) -> Run {
-        var chooser = chooser
-        let result = Mutex<(violations: [Violation], digest: UInt64)>(([], 0))
+    /// One schedule, its choices recorded in `chooser`.
+    func run<Inner: ScheduleChooser>(
+        _ chooser: inout Recording<Inner>, strategy: ScheduleStrategy, seed: UInt64, stepLimit: Int? = nil
+    ) -> Run {
+        let result = Mutex<(violations: [Violation], digest: UInt64, trace: StormTrace)>(([], 0, StormTrace()))
         let (store, scenario) = (self.store, self.scenario)
         let before = ControlledExecution.uncontrolledJobs
         let end = ControlledExecution.drive(
             {
                 let judged = await Self.expiryStorm(store, scenario)
                 result.withLock { $0 = judged }
-            }, chooser: &chooser, stepLimit: stepLimit)
-        let (violations, digest) = result.withLock { $0 }
+            }, chooser: &chooser, stepLimit: stepLimit ?? self.stepLimit)
+        let (violations, digest, trace) = result.withLock { $0 }
         var found = violations
         switch end {
         case .deadlocked(let steps):
@@ -157,7 +187,7 @@ public struct Exploration: Sendable {
         return Run(
             schedule: ScheduleText(strategy: strategy, seed: seed, choices: chooser.choices), end: end,
             violations: found, digest: finished ? digest : 0,
-            uncontrolledJobs: ControlledExecution.uncontrolledJobs - before)
+            uncontrolledJobs: ControlledExecution.uncontrolledJobs - before, trace: trace)
     }
 
     /// The expiry storm: one user signs in; each round the token expires and every caller asks
@@ -165,7 +195,7 @@ public struct Exploration: Sendable {
     /// (no two refreshes of a session in flight, no reuse), and one refresh per expiry (I1).
     static func expiryStorm(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64) {
+    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
         let time = ManualTime()
         let clock = TokenClock.manual(time)
         var configuration = scenario.serverConfiguration
@@ -176,7 +206,7 @@ public struct Exploration: Sendable {
         // schedule cheap.
         configuration.latency = .fixed(.milliseconds(1))
         configuration.tokenSize = 16
-        let server = TokenServer(configuration: configuration, clock: clock)
+        let server = TokenServer(configuration: configuration, clock: clock) { await ControlledExecution.sleep(for: $0) }
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
         let user = Subject("explore-user")
@@ -185,7 +215,7 @@ public struct Exploration: Sendable {
         server.setContext("sign-in")
         do throws(SessionError) { try await log.signIn(user, on: store) } catch {
             oracle.report(.served, "the first sign-in failed against a healthy server: \(error)")
-            return (oracle.violations, 0)
+            return (oracle.violations, 0, StormTrace(calls: log.calls, entries: server.ledger.entries))
         }
         for round in 0..<scenario.rounds {
             time.advance(by: scenario.tokenLifetime)
@@ -210,7 +240,8 @@ public struct Exploration: Sendable {
         oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
         // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
         _ = log.judge(skew: skew, paced: true, into: oracle)
-        return (oracle.violations, digest(server.ledger.entries, log.calls))
+        let (calls, entries) = (log.calls, server.ledger.entries)
+        return (oracle.violations, digest(entries, calls), StormTrace(calls: calls, entries: entries))
     }
 
     /// FNV-1a over what the server did and what each caller got, in order; real times left out.

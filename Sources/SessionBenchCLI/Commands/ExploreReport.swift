@@ -72,10 +72,14 @@ struct ExploreReport {
                 }
                 continue
             }
-            if let end = outcome.end { lines.append("\(row.store): the schedule \(end)") }
+            if let end = outcome.end { lines.append("\(row.store): the schedule \(end)\(Self.preemptions(outcome))") }
             for violation in outcome.violations {
                 lines.append("  \(violation.invariant): \(violation.summary)")
                 for step in violation.trace.prefix(6) { lines.append("    \(step)") }
+            }
+            if let table = outcome.interleaving, !table.isEmpty {
+                lines.append("  the interleaving (g3: the token of generation 3):")
+                lines += table.map { "    \($0)" }
             }
             if let text = outcome.schedule, let schedule = ScheduleText(text) {
                 lines.append("  replay: \(plan.replayCommand(row.store, schedule))")
@@ -83,6 +87,17 @@ struct ExploreReport {
             if let digest = outcome.digest { lines.append("  ledger digest: \(digest)") }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `, 11 tasks, 2 preemptions (shrunk from 9 preemptions and 61 steps, 40 schedules tried)`.
+    static func preemptions(_ outcome: ExploreChild.Outcome) -> String {
+        guard let preemptions = outcome.preemptions else { return "" }
+        let counted = (outcome.tasks.map { ", \($0) tasks" } ?? "") + ", \(preemptions) preemption\(preemptions == 1 ? "" : "s")"
+        guard let found = outcome.foundPreemptions, let steps = outcome.foundSteps, let tried = outcome.shrinkTried else {
+            return counted
+        }
+        return counted + " (shrunk from \(found) preemption\(found == 1 ? "" : "s") and \(steps) steps, "
+            + "\(tried) schedule\(tried == 1 ? "" : "s") tried)"
     }
 
     static func rate(_ value: Double) -> String {

@@ -23,6 +23,16 @@ public enum ExploreChild {
         var violations: [Violation]
         /// Of the failing or replayed schedule, in hexadecimal.
         var digest: String?
+        /// The printed schedule's preemptions; for a failure, shrunk from the schedule as found,
+        /// whose preemptions and steps follow, with the schedules shrinking tried.
+        var preemptions: Int?
+        /// The tasks the printed schedule held (PCT's n).
+        var tasks: Int?
+        var foundPreemptions: Int?
+        var foundSteps: Int?
+        var shrinkTried: Int?
+        /// The schedule that broke an invariant, a column per caller (``Exploration/Run/interleaving(rows:columns:)``).
+        var interleaving: [String]?
         /// Set by the parent when the child did not finish: hung, crashed, or could not run.
         var problem: String?
         var verdict: ScenarioResult.Verdict?
@@ -62,6 +72,9 @@ public enum ExploreChild {
                 schedules: 1, steps: run.schedule.choices.count, seconds: 0, uncontrolledJobs: run.uncontrolledJobs,
                 schedule: run.schedule.description, failingAt: nil, end: describe(run.end), violations: run.violations,
                 digest: Self.finished(run.end) ? String(run.digest, radix: 16) : nil)
+            outcome.preemptions = run.preemptions
+            outcome.tasks = run.tasks
+            if !run.violations.isEmpty { outcome.interleaving = run.interleaving() }
             if case .diverged = run.end {
                 outcome.verdict = .error
                 outcome.problem = "the schedule does not replay: it \(describe(run.end))"
@@ -72,12 +85,23 @@ public enum ExploreChild {
                 if let limit { return schedules == 0 || elapsed < limit }
                 return schedules < share
             }
+            // The failure printed is the found one shrunk to its fewest preemptions.
+            let shrunk = found.failing.flatMap { $0.uncontrolledJobs == 0 ? exploration.shrink($0) : nil }
+            let failing = shrunk?.run ?? found.failing
             outcome = Outcome(
                 schedules: found.schedules, steps: found.steps, seconds: found.seconds,
-                uncontrolledJobs: found.uncontrolledJobs, schedule: found.failing?.schedule.description,
-                failingAt: found.failingAt, end: found.failing.map { describe($0.end) },
-                violations: found.failing?.violations ?? [],
-                digest: found.failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
+                uncontrolledJobs: found.uncontrolledJobs, schedule: failing?.schedule.description,
+                failingAt: found.failingAt, end: failing.map { describe($0.end) },
+                violations: failing?.violations ?? [],
+                digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
+            if let shrunk {
+                outcome.preemptions = shrunk.run.preemptions
+                outcome.tasks = shrunk.run.tasks
+                outcome.foundPreemptions = shrunk.foundPreemptions
+                outcome.foundSteps = shrunk.foundSteps
+                outcome.shrinkTried = shrunk.tried
+            }
+            if let failing, !failing.violations.isEmpty { outcome.interleaving = failing.interleaving() }
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
