@@ -34,6 +34,7 @@ public struct ThresholdCheck: Sendable {
             case .crashed: measured = "crashed"
             case .error: measured = "error: \(result.failure ?? "")"
             case .notRun: measured = "not run: \(result.failure ?? "")"
+            case .known: measured = "violated \(found), every one expected"
             }
             outcomes.append(
                 CheckOutcome(

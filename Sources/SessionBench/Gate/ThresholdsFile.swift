@@ -9,7 +9,7 @@ extension Thresholds {
 
     /// The file's bytes: a regular file (or a pipe, as `<(...)` gives) of at most 1 MiB, so
     /// a device like /dev/zero is an error, not a run that never starts.
-    static func read(_ path: String) throws(ThresholdsError) -> Data {
+    static func read(_ path: String, what: String = "thresholds file") throws(ThresholdsError) -> Data {
         let shown = Printable.name(path)
         func fail(_ problem: String) -> ThresholdsError {
             ThresholdsError(path: shown, key: "(file)", problem: problem)
@@ -25,8 +25,8 @@ extension Thresholds {
         switch info.st_mode & S_IFMT {
         case S_IFREG: break
         case S_IFIFO: _ = fcntl(descriptor, F_SETFL, 0)  // read a pipe to its end, blocking
-        case S_IFDIR: throw fail("is a directory; give the thresholds file")
-        default: throw fail("is not a regular file; give the thresholds file")
+        case S_IFDIR: throw fail("is a directory; give the \(what)")
+        default: throw fail("is not a regular file; give the \(what)")
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -36,7 +36,7 @@ extension Thresholds {
             guard count >= 0 else { throw fail("cannot be read (\(String(cString: strerror(errno))))") }
             if count == 0 { break }
             data.append(contentsOf: buffer[0..<count])
-            guard data.count <= limit else { throw fail("is larger than 1 MiB; a thresholds file is a few kilobytes") }
+            guard data.count <= limit else { throw fail("is larger than 1 MiB; a \(what) is a few kilobytes") }
         }
         return data
     }

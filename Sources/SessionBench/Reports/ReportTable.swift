@@ -26,7 +26,10 @@ extension ResultsReport {
     public static func verdictText(_ result: ScenarioResult) -> String {
         switch result.verdict {
         case .pass: "pass"
-        case .violated: "FAIL " + result.violations.map { $0.invariant.id }.joined(separator: ",")
+        case .violated:
+            "FAIL " + result.violations.map(\.invariant).filter { id in !(result.known ?? []).contains { $0.invariant == id } }
+                .map(\.id).joined(separator: ",") + ((result.known ?? []).isEmpty ? "" : " (+\(result.known!.count) known)")
+        case .known: "known " + result.violations.map { $0.invariant.id }.joined(separator: ",")
         case .hung: "HUNG"
         case .crashed: "CRASHED"
         case .error: "ERROR"
@@ -157,7 +160,12 @@ extension ResultsReport {
         for result in results where result.verdict != .pass {
             let which = result.store + " × " + result.scenario + (result.repeatIndex.map { ", pass \($0 + 1) (repeat \($0))" } ?? "")
             let head = markdown ? "- **\(which)**" : which
+            let known = result.known ?? []
             for violation in result.violations {
+                if let expected = known.first(where: { $0.invariant == violation.invariant }) {
+                    lines.append("\(head): known \(violation.invariant.id) (expected: \(expected.reason))")
+                    continue
+                }
                 lines.append("\(head): \(violation)")
                 lines += violation.trace.map { indent + $0 }
             }
@@ -168,6 +176,10 @@ extension ResultsReport {
                 if let detail = hang.detail { lines.append(indent + detail) }
             }
             if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }
+        }
+        if let expectations {
+            let file = Expectations([], path: expectations.file)
+            lines += expectations.stale.map { markdown ? "- " + file.describe($0) : file.describe($0) }
         }
         guard !lines.isEmpty else { return "" }
         return (markdown ? "" : "problems:\n") + lines.map { markdown ? $0 : "  " + $0 }.joined(separator: "\n") + "\n"

@@ -84,8 +84,8 @@ extension ResultsReport {
         CSVColumn(
             "verdict",
             """
-            `pass`, `violated`, `hung`, `crashed`, `error`, or `not-run` (the store hung or crashed in an earlier \
-            scenario)
+            `pass`, `violated`, `hung`, `crashed`, `error`, `not-run` (the store hung or crashed in an earlier \
+            scenario), or `known` (every violation named in the `--expect` file)
             """,
             value: { $0.result.verdict.rawValue }),
         CSVColumn(

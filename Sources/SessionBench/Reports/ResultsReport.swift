@@ -64,6 +64,18 @@ public struct ResultsReport: Sendable, Codable {
     public var results: [ScenarioResult]
     /// `compare --baseline`: every figure's change against the baseline, with its test.
     public var comparison: BaselineComparison?
+    /// `--expect FILE`: the file, and its expectations that did not happen.
+    public var expectations: ExpectationsOutcome?
+
+    public struct ExpectationsOutcome: Sendable, Codable {
+        public var file: String
+        public var stale: [Expectations.Stale]
+
+        public init(file: String, stale: [Expectations.Stale]) {
+            self.file = file
+            self.stale = stale
+        }
+    }
 
     public init(results: [ScenarioResult], metadata: RunMetadata) {
         self.results = results

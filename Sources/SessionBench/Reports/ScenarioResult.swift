@@ -14,6 +14,18 @@ public struct ScenarioResult: Sendable, Codable {
         /// The scenario never started: the store hung or crashed the measuring process in an
         /// earlier one.
         case notRun = "not-run"
+        /// Invariants broke, every one of them expected (`--expect`): not a failure.
+        case known
+
+        /// Whether the run counts as passed: every invariant held, or broke as expected.
+        public var passes: Bool { self == .pass || self == .known }
+    }
+
+    /// A violation the expectations file (``Expectations``) names, with its reason.
+    public struct Known: Sendable, Codable, Hashable {
+        public let invariant: Invariant
+        public let summary: String
+        public let reason: String
     }
 
     /// Callers still inside the store when the watchdog gave up.
@@ -55,6 +67,8 @@ public struct ScenarioResult: Sendable, Codable {
     public var tasks: Int
     public var verdict: Verdict
     public var violations: [Violation] = []
+    /// Those of `violations` the expectations file names (`nil` without one, or when none is).
+    public var known: [Known]?
     /// Which lifecycle transitions the run drove, where its driver reads them.
     public var coverage: LifecycleCoverage?
     /// What the store declares it offers beyond the base contract: which promises can be judged.

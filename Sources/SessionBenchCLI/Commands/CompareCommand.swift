@@ -11,14 +11,15 @@ struct Compare: AsyncParsableCommand {
             With --baseline, every figure is compared with a saved run's: a two-sided Mann–Whitney U test over \
             the repeats, and a change larger than the noise threshold.
 
-            Exit status: 0 when every store passed (and nothing regressed); 1 when an invariant failed or a \
-            store hung or crashed; 2 for bad usage or input, or a baseline that cannot be compared; 3 when \
+            Exit status: 0 when every store passed (and nothing regressed); 1 when an invariant failed (one \
+            --expect does not name), a store hung or crashed, or an expectation went stale; 2 for bad usage or input, or a baseline that cannot be compared; 3 when \
             every store passed but a figure regressed significantly against --baseline.
             """)
 
     @OptionGroup var run: RunOptions
     @OptionGroup var baselines: BaselineOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var expect: ExpectOptions
 
     func validate() throws {
         var outputs = try output.namedTargets()
@@ -35,6 +36,7 @@ struct Compare: AsyncParsableCommand {
         let execution = Execution(run.execution, setup: run.setup)
         let repeats = baselines.passes
         let baseline = try baselines.baseline.map { reference throws(UsageError) in try Baselines.load(reference) }
+        let expectations = try expect.load()
         var metadata = RunMetadata.current(command: "compare")
         metadata.execution = run.execution.inProcess ? "in-process" : "isolated"
         metadata.transport = run.execution.transport.rawValue
@@ -56,8 +58,10 @@ struct Compare: AsyncParsableCommand {
                     + (repeats > 1 ? ", \(repeats) repeats" : "")
                     + (run.execution.inProcess ? ", in process" : ", one process per store"))
         }
-        let results = await execution.run(stores: stores, scenarios: scenarios, repeats: repeats)
+        var results = await execution.run(stores: stores, scenarios: scenarios, repeats: repeats)
+        let stale = expectations?.apply(to: &results) ?? []
         var report = ResultsReport(results: results, metadata: metadata)
+        if let expectations { report.expectations = .init(file: expectations.path, stale: stale) }
         var refusal: UsageError?
         if let baseline {
             do {
@@ -97,7 +101,7 @@ struct Compare: AsyncParsableCommand {
         }
         // Found only after the run (what the measuring processes actually ran on): the results
         // stand and are written; a failed invariant still decides the exit status.
-        let failed = results.contains { $0.verdict != .pass }
+        let failed = results.contains { !$0.verdict.passes } || !stale.isEmpty
         if let refusal {
             guard failed else { throw refusal }
             Log.progress("session-bench: not compared: \(refusal.description)")

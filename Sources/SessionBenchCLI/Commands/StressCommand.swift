@@ -14,6 +14,7 @@ struct Stress: AsyncParsableCommand {
 
     @OptionGroup var run: RunOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var expect: ExpectOptions
 
     @Option(
         name: .long, help: "How many randomized iterations, 1 to 1000000 (default: 10, or as many as fit in --for).",
@@ -32,6 +33,7 @@ struct Stress: AsyncParsableCommand {
     mutating func run() async throws {
         let stores = try run.resolvedStores()
         let base = try run.resolvedScenarios()
+        let expectations = try expect.load()
         var execution = Execution(run.execution, setup: run.setup)
         if run.dryRun {
             let length = timeLimit.map { "until \($0.text) have passed" } ?? "\(iterations ?? 10) iteration(s)"
@@ -59,8 +61,9 @@ struct Stress: AsyncParsableCommand {
                     "stress: iteration \(iteration + 1)\(of), seed \(seed)"
                         + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
             }
-            let results = await execution.run(stores: stores, scenarios: scenarios)
-            for result in results where result.verdict != .pass {
+            var results = await execution.run(stores: stores, scenarios: scenarios)
+            _ = expectations?.apply(to: &results)
+            for result in results where !result.verdict.passes {
                 guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
                     let store = stores.first(where: { $0.name == result.store })
                 else { continue }
@@ -71,7 +74,10 @@ struct Stress: AsyncParsableCommand {
             all += results
             iteration += 1
         }
-        let failures = all.count { $0.verdict != .pass }
+        // Stale over the whole run: an expectation is stale only if no iteration showed it.
+        let stale = expectations?.apply(to: &all) ?? []
+        let failures = all.count { !$0.verdict.passes }
+        let known = all.count { $0.known != nil }
         do {
             let seeds =
                 switch iteration {
@@ -81,11 +87,13 @@ struct Stress: AsyncParsableCommand {
                 }
             Log.progress(
                 "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
+                    + (expectations == nil ? "" : " (new violations, hangs or crashes), \(known) with known violations, \(stale.count) stale expectation(s)")
                     + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))
         }
-        let report = ResultsReport(results: all, metadata: .current(command: "stress"))
+        var report = ResultsReport(results: all, metadata: .current(command: "stress"))
+        if let expectations { report.expectations = .init(file: expectations.path, stale: stale) }
         try output.emit(report, quiet: run.execution.quiet)
-        if failures > 0 { throw ExitCode(ExitStatus.failed.rawValue) }
+        if failures > 0 || !stale.isEmpty { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
     /// A scenario varied by `seed` beyond its faults: the crowd and the number of rounds, each

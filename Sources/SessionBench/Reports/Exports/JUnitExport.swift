@@ -6,7 +6,8 @@ import Foundation
 /// `I1 single-flight` directly. Over repeats a case fails if any repeat violated it.
 ///
 /// - A violation is a `failure` whose message is the first violation's summary and whose
-///   text is its trace; a hang is a failure of I3.
+///   text is its trace; a hang is a failure of I3; a violation the expectations file names is
+///   `skipped`, its message the summary and the reason.
 /// - A store that crashed or could not run, in any repeat, is an `error` on every case it did not
 ///   fail; one that never ran its scenario in any repeat is `skipped`.
 extension ResultsReport {
@@ -71,10 +72,14 @@ extension ResultsReport {
         for violation in runs.flatMap(\.violations) where !invariants.contains(violation.invariant) {
             invariants.append(violation.invariant)
         }
-        let completed = runs.filter { $0.verdict == .pass || $0.verdict == .violated }
+        let completed = runs.filter { $0.verdict == .pass || $0.verdict == .violated || $0.verdict == .known }
         let of = runs.count > 1 ? " in \(runs.count) repeats" : ""
         return invariants.sorted { $0.rawValue < $1.rawValue }.map { invariant in
-            let violating = runs.filter { run in run.violations.contains { $0.invariant == invariant } }
+            let isKnown = { (run: ScenarioResult) in (run.known ?? []).contains { $0.invariant == invariant } }
+            let violating = runs.filter { run in run.violations.contains { $0.invariant == invariant } && !isKnown(run) }
+            if violating.isEmpty, let expected = runs.lazy.compactMap({ $0.known?.first { $0.invariant == invariant } }).first {
+                return (invariant, .skipped("known: \(expected.summary) (expected: \(expected.reason))"))
+            }
             if let first = violating.first, let violation = first.violations.first(where: { $0.invariant == invariant }) {
                 let times = runs.count > 1 ? " (violated in \(violating.count) of \(runs.count) repeats)" : ""
                 return (
