@@ -56,12 +56,18 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// Whether instances implement ``ObservableSessionStore``. Only such stores run the
     /// `session-states` scenario.
     public let offersStateStream: Bool
+    /// Whether the store can only "refresh now" on a 401: it cannot tell a rejected token that
+    /// is still its current one from an older one (the design of many libraries). Declared, a
+    /// 401 for an older token that brings a refresh call breaks I6 as expected: reported
+    /// `known`, with the declaration as its reason. Every other check is unchanged — a refresh
+    /// it starts still must be single-flight, fresh, and of the current session.
+    public let refreshesUnconditionallyOn401: Bool
     private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
         persistsSession: Bool = false, sharesStorage: Bool = false, offersStepUp: Bool = false,
-        offersStateStream: Bool = false,
+        offersStateStream: Bool = false, refreshesUnconditionallyOn401: Bool = false,
         make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
     ) {
         self.name = name
@@ -72,6 +78,7 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
         self.sharesStorage = sharesStorage
         self.offersStepUp = offersStepUp
         self.offersStateStream = offersStateStream
+        self.refreshesUnconditionallyOn401 = refreshesUnconditionallyOn401
         self.factory = make
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import SessionBench
+import SessionContract
 
 /// The expectations file (`--expect`): read strictly, applied to results made here, strict
 /// both ways (an unexpected violation fails, an expectation that did not happen is stale).
@@ -111,6 +112,32 @@ struct ExpectationsTests {
         #expect(file.describe(stale[0]).contains("actor-naive I1 in any scenario did not happen (expiry-storm)"))
         #expect(file.describe(stale[0]).contains("remove it from e.json"))
         #expect(results[1].verdict == .hung, "a hang is never expected")
+    }
+
+    @Test("a store that declares it refreshes on every 401 gets its I6 as known, with the declaration; nothing else is excused")
+    func declaredUnconditional401() async throws {
+        let scenario = try ScenarioCatalog.named("401-storm")
+        let runner = ScenarioRunner(hangTimeout: TestEnvironment.hangTimeout)
+        let declared = StoreDescriptor(
+            name: "over-eager-401", summary: "refreshes on any 401, and says so", isReferenceBroken: true,
+            refreshesUnconditionallyOn401: true
+        ) { OverEagerRejectionStore(configuration: $0) }
+        let excused = await runner.run(declared, scenario)
+        let i6 = excused.violations.filter { $0.invariant == .staleRejectionDoesNotRefresh }
+        #expect(!i6.isEmpty, "the check still runs and still finds it: \(ResultsReport.verdictText(excused))")
+        #expect(excused.known?.map(\.invariant) == [.staleRejectionDoesNotRefresh])
+        #expect(excused.known?.first?.reason == ScenarioRunner.unconditional401)
+        let others = excused.violations.filter { $0.invariant != .staleRejectionDoesNotRefresh }
+        #expect(excused.verdict == (others.isEmpty ? .known : .violated), "\(ResultsReport.verdictText(excused))")
+        // Undeclared, the same store fails I6.
+        let plain = await runner.run(OverEagerRejectionStore.descriptor("over-eager-401"), scenario)
+        #expect(plain.known == nil && plain.verdict == .violated)
+        #expect(plain.violations.contains { $0.invariant == .staleRejectionDoesNotRefresh })
+        // A store that declares it but whose other promises break still fails them.
+        var broken = excused
+        broken.violations.append(
+            Violation(invariant: .singleFlight, scenario: "401-storm", seed: 1, summary: "two refreshes", trace: [], occurrences: 1))
+        #expect(!broken.isAllKnown)
     }
 
     @Test("in JUnit a known violation is skipped with its reason, not a failure")

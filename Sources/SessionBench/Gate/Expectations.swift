@@ -73,11 +73,15 @@ public struct Expectations: Sendable, Equatable {
             }
             for (_, line) in matched { seen[line, default: []].insert(result.scenario) }
             if !matched.isEmpty {
-                result.known = matched.map { violation, line in
-                    ScenarioResult.Known(
-                        invariant: violation.invariant, summary: violation.summary, reason: expectations[line].reason)
+                // Beside what the store declared (ScenarioRunner): the file adds, never replaces.
+                var known = result.known ?? []
+                for (violation, line) in matched where !known.contains(where: { $0.invariant == violation.invariant }) {
+                    known.append(
+                        ScenarioResult.Known(
+                            invariant: violation.invariant, summary: violation.summary, reason: expectations[line].reason))
                 }
-                if result.verdict == .violated, matched.count == result.violations.count { result.verdict = .known }
+                result.known = known
+                if result.verdict == .violated, result.isAllKnown { result.verdict = .known }
             }
             // Where the expectation could have shown: a run of its store (and scenario) that
             // reached a verdict.
