@@ -7,7 +7,7 @@ import TokenServer
 /// every reader reads — how long a write waits behind a read storm (a reader-preferring lock, a
 /// barrier queue draining its readers, an actor's mailbox), and what the readers keep doing.
 ///
-/// The writer is a task of its own. At each tick of ``interval`` it calls `tokenRejected(_:)`
+/// The writer is a task of its own. At once, then at each tick of ``interval``, it calls `tokenRejected(_:)`
 /// with the token its previous write got (a 401 for the current token: a refresh every time),
 /// timed from the call to its return; a tick it is too late for is skipped and counted, never
 /// made up in a burst. A write's error is kept to be judged like a reader's.
@@ -35,16 +35,22 @@ final class SteadyWriter: Sendable {
             let clock = ContinuousClock()
             var held = try? await store.validToken()
             var next = clock.now
+            var first = true
             while !stopped.raised.load(ordering: .relaxed) {
-                next = next.advanced(by: interval)
-                let now = clock.now
-                if next < now {
-                    let behind = UInt64(((now - next) / interval).rounded(.down)) + 1
-                    tally.skippedTicks += behind
-                    next = next.advanced(by: interval * Double(behind))
+                // The first write at once: a busy machine that gives the writer one late turn
+                // in a short phase still gets a write measured.
+                if !first {
+                    next = next.advanced(by: interval)
+                    let now = clock.now
+                    if next < now {
+                        let behind = UInt64(((now - next) / interval).rounded(.down)) + 1
+                        tally.skippedTicks += behind
+                        next = next.advanced(by: interval * Double(behind))
+                    }
+                    try? await clock.sleep(until: next)
+                    if stopped.raised.load(ordering: .relaxed) { break }
                 }
-                try? await clock.sleep(until: next)
-                if stopped.raised.load(ordering: .relaxed) { break }
+                first = false
                 guard let token = held else {
                     held = try? await store.validToken()
                     continue
