@@ -1,5 +1,6 @@
 import ArgumentParser
 import SessionBench
+import SessionContract
 
 /// `--expect FILE`: violations a team knows about, each with its reason (``Expectations``).
 struct ExpectOptions: ParsableArguments {
