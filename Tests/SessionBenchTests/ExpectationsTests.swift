@@ -109,8 +109,8 @@ struct ExpectationsTests {
         let stale = file.apply(to: &results)
         #expect(stale.map(\.expectation.invariant) == [.singleFlight])
         #expect(stale.first?.scenarios == ["expiry-storm"], "a hung run could not have shown it")
-        #expect(file.describe(stale[0]).contains("actor-naive I1 in any scenario did not happen (expiry-storm)"))
-        #expect(file.describe(stale[0]).contains("remove it from e.json"))
+        #expect(Expectations.describe(stale[0], file: file.path).contains("actor-naive I1 in any scenario did not happen (expiry-storm)"))
+        #expect(Expectations.describe(stale[0], file: file.path).contains("remove it from e.json"))
         #expect(results[1].verdict == .hung, "a hang is never expected")
     }
 
@@ -126,7 +126,7 @@ struct ExpectationsTests {
         let i6 = excused.violations.filter { $0.invariant == .staleRejectionDoesNotRefresh }
         #expect(!i6.isEmpty, "the check still runs and still finds it: \(ResultsReport.verdictText(excused))")
         #expect(excused.known?.map(\.invariant) == [.staleRejectionDoesNotRefresh])
-        #expect(excused.known?.first?.reason == ScenarioRunner.unconditional401)
+        #expect(excused.known?.first?.reason == Expectations.unconditional401)
         let others = excused.violations.filter { $0.invariant != .staleRejectionDoesNotRefresh }
         #expect(excused.verdict == (others.isEmpty ? .known : .violated), "\(ResultsReport.verdictText(excused))")
         // Undeclared, the same store fails I6.

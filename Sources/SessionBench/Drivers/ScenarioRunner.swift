@@ -87,12 +87,6 @@ public struct ScenarioRunner: Sendable {
         result.cpuSeconds = ResourceUsage.cpuSeconds - cpuBefore
         result.peakResidentBytes = ResourceUsage.peakResidentBytes
         result.violations = oracle.violations
-        if store.refreshesUnconditionallyOn401 {
-            let declared = result.violations.filter { $0.invariant == .staleRejectionDoesNotRefresh }.map {
-                ScenarioResult.Known(invariant: $0.invariant, summary: $0.summary, reason: Self.unconditional401)
-            }
-            if !declared.isEmpty { result.known = declared }
-        }
         if result.hang != nil {
             result.verdict = .hung
         } else if result.verdict == .crashed {
@@ -100,20 +94,14 @@ public struct ScenarioRunner: Sendable {
         } else if result.failure != nil {
             result.verdict = .error
         } else if !result.violations.isEmpty {
-            result.verdict = result.isAllKnown ? .known : .violated
+            result.verdict = .violated
+        }
+        // What the store declares it is (an unconditional 401 refresh) is expected of it.
+        if let declared = Expectations.declared(by: store) {
+            var marked = [result]
+            declared.mark(&marked)
+            result = marked[0]
         }
         return result
-    }
-
-    /// The reason a declared "refreshes unconditionally on 401" gives for its I6.
-    static let unconditional401 =
-        "declared: the store refreshes on every 401, not only for its current token (StoreDescriptor.refreshesUnconditionallyOn401)"
-}
-
-extension ScenarioResult {
-    /// Whether every violation is one ``known`` names.
-    var isAllKnown: Bool {
-        let known = Set((known ?? []).map(\.invariant))
-        return !violations.isEmpty && violations.allSatisfy { known.contains($0.invariant) }
     }
 }

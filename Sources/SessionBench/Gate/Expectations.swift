@@ -1,4 +1,5 @@
 import Foundation
+import SessionContract
 
 /// Violations a team knows about and has chosen to live with, each with its reason: the
 /// expectations file (`--expect session-bench.expect.json`). A result whose every violation is
@@ -60,52 +61,67 @@ public struct Expectations: Sendable, Equatable {
     }
 
     /// Marks the results whose violations are all expected `known`, and names the known ones in
-    /// each result that has any; returns the stale expectations. Hangs, crashes and errors are
-    /// never expected: a result with one keeps its verdict.
+    /// each result that has any; returns the stale expectations (``stale(in:)``).
     public func apply(to results: inout [ScenarioResult]) -> [Stale] {
-        var seen: [Int: Set<String>] = [:]
-        var ranWithout: [Int: [String]] = [:]
+        mark(&results)
+        return stale(in: results)
+    }
+
+    /// Names each result's expected violations (beside any it already names: the file adds, never
+    /// replaces), and makes a result whose every violation is expected `known`. Hangs, crashes
+    /// and errors are never expected: a result with one keeps its verdict.
+    public func mark(_ results: inout [ScenarioResult]) {
         for index in results.indices {
             var result = results[index]
-            let matched = result.violations.compactMap { violation in
-                expectations.firstIndex { $0.covers(store: result.store, scenario: result.scenario, violation.invariant) }
-                    .map { (violation, $0) }
+            var known = result.known ?? []
+            for violation in result.violations where !known.contains(where: { $0.invariant == violation.invariant }) {
+                guard let line = expectations.first(where: { $0.covers(store: result.store, scenario: result.scenario, violation.invariant) })
+                else { continue }
+                known.append(ScenarioResult.Known(invariant: violation.invariant, summary: violation.summary, reason: line.reason))
             }
-            for (_, line) in matched { seen[line, default: []].insert(result.scenario) }
-            if !matched.isEmpty {
-                // Beside what the store declared (ScenarioRunner): the file adds, never replaces.
-                var known = result.known ?? []
-                for (violation, line) in matched where !known.contains(where: { $0.invariant == violation.invariant }) {
-                    known.append(
-                        ScenarioResult.Known(
-                            invariant: violation.invariant, summary: violation.summary, reason: expectations[line].reason))
-                }
-                result.known = known
-                if result.verdict == .violated, result.isAllKnown { result.verdict = .known }
-            }
-            // Where the expectation could have shown: a run of its store (and scenario) that
-            // reached a verdict.
-            if [.pass, .violated, .known].contains(result.verdict) {
-                for (line, expectation) in expectations.enumerated()
-                where expectation.store == result.store && (expectation.scenario.map { $0 == result.scenario } ?? true)
-                    && !result.violations.contains(where: { $0.invariant == expectation.invariant })
-                {
-                    ranWithout[line, default: []].append(result.scenario)
-                }
-            }
+            guard !known.isEmpty else { continue }
+            result.known = known
+            if result.verdict == .violated, result.isAllKnown { result.verdict = .known }
             results[index] = result
-        }
-        return expectations.indices.compactMap { line in
-            guard seen[line] == nil, !expectations[line].sometimes, let scenarios = ranWithout[line] else { return nil }
-            return Stale(expectation: expectations[line], scenarios: scenarios.firstSeen())
         }
     }
 
-    /// `stale: actor-naive I13 in any scenario did not happen (expiry-storm, 401-storm): remove it from FILE`.
-    public func describe(_ stale: Stale) -> String {
-        "stale expectation: \(stale.expectation.shown) did not happen (\(stale.scenarios.joined(separator: ", "))): "
-            + "remove it from \(path), or find out what changed"
+    /// The expectations that did not happen in any of `results` that could have shown them: a
+    /// run of the expectation's store (and scenario) that reached a verdict. One that says
+    /// `sometimes` is never stale.
+    public func stale(in results: [ScenarioResult]) -> [Stale] {
+        expectations.compactMap { expectation -> Stale? in
+            guard !expectation.sometimes else { return nil }
+            let its = results.filter { result in
+                result.store == expectation.store && (expectation.scenario.map { $0 == result.scenario } ?? true)
+            }
+            // Seen in any run, even one that then hung, it happened.
+            guard !its.contains(where: { $0.violations.contains { $0.invariant == expectation.invariant } }) else {
+                return nil
+            }
+            let ran = its.filter { [.pass, .violated, .known].contains($0.verdict) }
+            return ran.isEmpty ? nil : Stale(expectation: expectation, scenarios: ran.map(\.scenario).firstSeen())
+        }
     }
+
+    /// `stale expectation: actor-naive I13 in any scenario did not happen (expiry-storm, 401-storm): remove it from FILE, …`.
+    public static func describe(_ stale: Stale, file: String) -> String {
+        "stale expectation: \(stale.expectation.shown) did not happen (\(stale.scenarios.joined(separator: ", "))): "
+            + "remove it from \(file), or find out what changed"
+    }
+
+    /// What a store's declared capabilities make expected (``StoreDescriptor/refreshesUnconditionallyOn401``):
+    /// `sometimes`, as a run that sends no stale 401 says nothing against a declaration.
+    public static func declared(by store: StoreDescriptor) -> Expectations? {
+        guard store.refreshesUnconditionallyOn401 else { return nil }
+        return Expectations(
+            [.init(store: store.name, invariant: .staleRejectionDoesNotRefresh, reason: unconditional401, sometimes: true)],
+            path: "the store's declaration")
+    }
+
+    /// The reason a declared "refreshes unconditionally on 401" gives for its I6.
+    public static let unconditional401 =
+        "declared: the store refreshes on every 401, not only for its current token (StoreDescriptor.refreshesUnconditionallyOn401)"
 }
 
 extension Expectations {

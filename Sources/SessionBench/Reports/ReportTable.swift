@@ -178,8 +178,7 @@ extension ResultsReport {
             if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }
         }
         if let expectations {
-            let file = Expectations([], path: expectations.file)
-            lines += expectations.stale.map { markdown ? "- " + file.describe($0) : file.describe($0) }
+            lines += expectations.stale.map { (markdown ? "- " : "") + Expectations.describe($0, file: expectations.file) }
         }
         guard !lines.isEmpty else { return "" }
         return (markdown ? "" : "problems:\n") + lines.map { markdown ? $0 : "  " + $0 }.joined(separator: "\n") + "\n"

@@ -69,6 +69,12 @@ public struct ScenarioResult: Sendable, Codable {
     public var violations: [Violation] = []
     /// Those of `violations` the expectations file names (`nil` without one, or when none is).
     public var known: [Known]?
+
+    /// Whether every violation is one ``known`` names.
+    var isAllKnown: Bool {
+        let known = Set((known ?? []).map(\.invariant))
+        return !violations.isEmpty && violations.allSatisfy { known.contains($0.invariant) }
+    }
     /// Which lifecycle transitions the run drove, where its driver reads them.
     public var coverage: LifecycleCoverage?
     /// What the store declares it offers beyond the base contract: which promises can be judged.

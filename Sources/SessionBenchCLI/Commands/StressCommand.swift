@@ -62,7 +62,7 @@ struct Stress: AsyncParsableCommand {
                         + String(format: "  (%.0fs)", (ContinuousClock.now - started).secondsValue))
             }
             var results = await execution.run(stores: stores, scenarios: scenarios)
-            _ = expectations?.apply(to: &results)
+            expectations?.mark(&results)
             for result in results where !result.verdict.passes {
                 guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
                     let store = stores.first(where: { $0.name == result.store })
@@ -75,7 +75,7 @@ struct Stress: AsyncParsableCommand {
             iteration += 1
         }
         // Stale over the whole run: an expectation is stale only if no iteration showed it.
-        let stale = expectations?.apply(to: &all) ?? []
+        let stale = expectations?.stale(in: all) ?? []
         let failures = all.count { !$0.verdict.passes }
         let known = all.count { $0.known != nil }
         do {
