@@ -24,13 +24,10 @@ extension Exploration {
     public func shrink(_ failing: Run, budget: Duration = .seconds(10)) -> Shrunk? {
         typealias Overrides = [StepObserver.Point: Int]
         let started = ContinuousClock.now
-        let wanted = failing.failure
         let (strategy, seed) = (failing.schedule.strategy, failing.schedule.seed)
         var first = Recording(Guided(replaying: failing.schedule.choices))
         var best = run(&first, strategy: strategy, seed: seed)
-        guard best.failure.end == wanted.end, best.failure.invariants.isSuperset(of: wanted.invariants) else {
-            return nil
-        }
+        guard best.fails(like: failing) else { return nil }
         var observed = first.inner.observer
         best.preemptions = observed.preemptions
         best.tasks = observed.tasks
@@ -38,7 +35,8 @@ extension Exploration {
             run: best, foundPreemptions: observed.preemptions, foundSteps: failing.schedule.choices.count, tried: 1)
         // A candidate that runs far longer than the failure did is not the same failure (the
         // default choice keeps a spinning task going): cut it short, unless the failure is that.
-        let limit = wanted.end == "stepLimit" ? stepLimit : min(stepLimit, max(1_000, 4 * failing.schedule.choices.count))
+        let limit =
+            if case .stepLimit = failing.end { stepLimit } else { min(stepLimit, max(1_000, 4 * failing.schedule.choices.count)) }
         var tried = 0
         func attempt(_ overrides: Overrides, keeping: Bool = false) -> (run: Run, observer: StepObserver, same: Bool) {
             var chooser = Recording(Guided(overrides: overrides, keepingPreemptible: keeping))
@@ -47,9 +45,7 @@ extension Exploration {
             let observer = chooser.inner.observer
             candidate.preemptions = observer.preemptions
             candidate.tasks = observer.tasks
-            let same =
-                candidate.uncontrolledJobs == 0 && candidate.failure.end == wanted.end
-                && candidate.failure.invariants.isSuperset(of: wanted.invariants)
+            let same = candidate.uncontrolledJobs == 0 && candidate.fails(like: failing)
             return (candidate, observer, same)
         }
         func spent() -> Bool { ContinuousClock.now - started > budget }

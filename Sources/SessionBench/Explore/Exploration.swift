@@ -58,16 +58,11 @@ public struct Exploration: Sendable {
         public var preemptions: Int?
         public var tasks: Int?
 
-        /// How the schedule ended, and the invariants it broke: what a shrunk schedule must keep.
-        var failure: (end: String, invariants: Set<Invariant>) {
-            let end: String
-            switch self.end {
-            case .finished: end = "finished"
-            case .deadlocked: end = "deadlocked"
-            case .stepLimit: end = "stepLimit"
-            case .diverged: end = "diverged"
-            }
-            return (end, Set(violations.map(\.invariant)))
+        /// Whether this run ended the way `failing` did and broke every invariant it broke: the
+        /// same failure, as a shrunk schedule must keep it.
+        func fails(like failing: Run) -> Bool {
+            end.sameWay(as: failing.end)
+                && Set(violations.map(\.invariant)).isSuperset(of: failing.violations.map(\.invariant))
         }
     }
 

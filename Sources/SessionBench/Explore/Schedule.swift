@@ -1,0 +1,44 @@
+// What a schedule is made of, apart from the executor that runs it (ControlledExecutor.swift,
+// the one file with the experimental SPI): the jobs a chooser picks among, and how a schedule ends.
+
+/// A job the controlled executor holds: a task's next step (or an actor's turn), or a timer — a
+/// `Task.sleep` — whose firing is one more choice, so an hour's sleep ends when it is chosen.
+public struct HeldJob: Sendable {
+    /// The job's address: the same task keeps it from step to step.
+    public let id: UInt
+    public let isTimer: Bool
+    /// A timer's deadline on the scheduler's virtual clock, in nanoseconds.
+    var deadline: Int64 = 0
+
+    public init(id: UInt, isTimer: Bool) {
+        self.id = id
+        self.isTimer = isTimer
+    }
+}
+
+/// Picks which held job runs next.
+public protocol ScheduleChooser {
+    /// The index into `jobs` (in the order they were enqueued) of the job to run at `step`.
+    mutating func choose(_ jobs: [HeldJob], step: Int) -> Int
+}
+
+/// How driving one schedule ended.
+public enum ScheduleEnd: Sendable, Equatable {
+    /// The body returned after `steps` jobs.
+    case finished(steps: Int)
+    /// No job was held and the body had not returned, and none came within the quiet limit:
+    /// everything waits on something that never happens.
+    case deadlocked(steps: Int)
+    /// Past the step limit with the body still running (a store that yields forever).
+    case stepLimit(steps: Int)
+    /// The chooser could not follow its script (a replayed schedule that no longer fits).
+    case diverged(steps: Int)
+
+    /// Whether `other` ended the same way, whatever its step count.
+    public func sameWay(as other: ScheduleEnd) -> Bool {
+        switch (self, other) {
+        case (.finished, .finished), (.deadlocked, .deadlocked), (.stepLimit, .stepLimit), (.diverged, .diverged): true
+        default: false
+        }
+    }
+}
