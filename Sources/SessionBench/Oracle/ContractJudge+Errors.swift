@@ -1,0 +1,95 @@
+import Foundation
+import SessionContract
+import TokenServer
+
+/// A call that ended in an error: which error the contract allowed it, from what the server
+/// did while it waited and what the caller's session was.
+extension ContractJudge {
+    func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
+        -> Finding?
+    {
+        let current = timeline.current(account: call.account, at: call.startedNanos)
+        let overlapping = timeline.eventOverlaps(account: call.account, call.startedNanos, call.endedNanos)
+        // The sessions the call may have served: the one current when it started, and any a
+        // sign-in under way during the call started.
+        var families = current.families
+        for event in timeline.events(of: call.account) where event.overlaps(call.startedNanos, call.endedNanos) {
+            if let family = event.family, !families.contains(family) { families.append(family) }
+        }
+        let refreshes = families.flatMap { timeline.refreshes(of: $0) }.sorted { $0.sentAt < $1.sentAt }
+        switch error {
+        case .cancelled:
+            return Finding(
+                invariant: .cancellationIsolated, summary: "\(who) was not cancelled but got 'cancelled'",
+                trace: ["the harness cancelled other callers waiting on the same refresh, not this one"]
+                    + attemptsTrace(refreshes, during: call, timeline))
+        case .refreshFailed:
+            let during = refreshes.filter { $0.isPassingFailure && answered($0, within: call) }
+            if let cancelled = during.first(where: { $0.outcome == .dropped || $0.lostByClient }),
+                !during.contains(where: { $0.outcome != .dropped && !$0.lostByClient })
+            {
+                return Finding(
+                    invariant: .cancellationIsolated,
+                    summary: "\(who) got 'refresh failed': the refresh it waited on was cancelled with another caller",
+                    trace: ["the server saw the refresh's connection dropped: " + Oracle.describe(cancelled)])
+            }
+            if !during.isEmpty || isStoreLimitRefusal(call, timeline) { return nil }
+            let earlier = refreshes.filter { $0.isPassingFailure && ($0.respondedAt ?? .max) < call.startedNanos }
+            if let last = earlier.last {
+                return Finding(
+                    invariant: .failureSharedNotSticky,
+                    summary:
+                        "\(who) got 'refresh failed' though no refresh of its session failed while it waited: an earlier failure was replayed",
+                    trace: ["the last failed refresh, answered before the call started: " + Oracle.describe(last)]
+                        + attemptsTrace(refreshes, during: call, timeline))
+            }
+            return Finding(
+                invariant: .served,
+                summary: "\(who) got 'refresh failed' with no failed refresh of its session behind it: the store gave up",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        case .refreshTokenRevoked:
+            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) {
+                return nil
+            }
+            // A refresh token the server never knew cannot be traced to a session: it counts for
+            // the account's sessions under way then.
+            if !families.isEmpty,
+                timeline.entries.contains(where: {
+                    $0.call == .refresh && $0.outcome == .unknownToken && ($0.respondedAt ?? .max) <= call.endedNanos
+                        && $0.sentAt >= (families.compactMap { timeline.sessions[$0]?.began.startedNanos }.min() ?? .max)
+                })
+            {
+                return nil
+            }
+            return Finding(
+                invariant: .sessionKept,
+                summary: families.isEmpty
+                    ? "\(who) got 'refresh token revoked' with no session signed in: 'signed out' is the answer then"
+                    : "\(who) got 'refresh token revoked' though the server never refused its session's refresh token",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        case .signedOut:
+            if current.noneAllowed || overlapping != nil { return nil }
+            let refused = families.compactMap { timeline.sessions[$0]?.refusedAt }.filter { $0 <= call.endedNanos }
+            // A session the server refused is over: 'signed out' after that is fair; but a caller that
+            // was waiting when the refusal came is one of its waiters, told 'refresh token revoked'.
+            if let at = refused.min(), at < call.startedNanos { return nil }
+            if let at = refused.min() {
+                return Finding(
+                    invariant: .sessionKept,
+                    summary:
+                        "\(who) was waiting when the server refused its session's refresh token and got 'signed out', not 'refresh token revoked'",
+                    trace: ["the refusal came at +\(relative(at, timeline)), while the call waited"]
+                        + attemptsTrace(refreshes, during: call, timeline))
+            }
+            return Finding(
+                invariant: .sessionKept,
+                summary:
+                    "\(who) got 'signed out' while the session was signed in (no sign-out, no sign-in, no refusal from the server)",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        default:
+            return Finding(
+                invariant: .served, summary: "\(who) got '\(error)' from a token request",
+                trace: attemptsTrace(refreshes, during: call, timeline))
+        }
+    }
+}
