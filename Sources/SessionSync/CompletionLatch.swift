@@ -7,11 +7,19 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
     private struct State {
         var results: [Value] = []
         var entered = 0
-        var waitingForResults: CheckedContinuation<[Value]?, Never>?
-        var waitingForEntry: CheckedContinuation<Bool, Never>?
-        // Set when a deadline passes, so a wait that registers late still times out.
-        var resultsExpired = false
-        var entryExpired = false
+        var waitingForResults: Waiter<[Value]?>?
+        var waitingForEntry: Waiter<Bool>?
+        // Each wait's number, and the last whose deadline passed: a wait that registers after
+        // its own deadline still times out, while a later wait (a patient caller's extension)
+        // waits until its own.
+        var waits: UInt64 = 0
+        var resultsExpired: UInt64 = 0
+        var entryExpired: UInt64 = 0
+    }
+
+    private struct Waiter<T: Sendable> {
+        var wait: UInt64
+        var continuation: CheckedContinuation<T, Never>
     }
 
     private let expected: Int
@@ -30,7 +38,7 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
             state.entered += 1
             guard state.entered == expected else { return nil }
             defer { state.waitingForEntry = nil }
-            return state.waitingForEntry
+            return state.waitingForEntry?.continuation
         }
         waiter?.resume(returning: true)
     }
@@ -42,7 +50,7 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
             state.results.append(value)
             guard state.results.count == expected, let waiter = state.waitingForResults else { return (nil, []) }
             state.waitingForResults = nil
-            return (waiter, state.results)
+            return (waiter.continuation, state.results)
         }
         waiter?.resume(returning: results)
     }
@@ -55,37 +63,48 @@ public final class CompletionLatch<Value: Sendable>: Sendable {
 
     /// Every result, or `nil` if not all arrived before `deadline`.
     public func wait(until deadline: ContinuousClock.Instant) async -> [Value]? {
-        await withDeadline(deadline, timedOut: nil) { continuation in
+        let wait = nextWait()
+        return await withDeadline(deadline, timedOut: nil) { continuation in
             state.withLock(visibleTo: self) { state in
                 if state.results.count == expected { return .now(state.results) }
-                if state.resultsExpired { return .now(nil) }
-                state.waitingForResults = continuation
+                if state.resultsExpired == wait { return .now(nil) }
+                state.waitingForResults = Waiter(wait: wait, continuation: continuation)
                 return .later
             }
         } expire: {
             self.state.withLock(visibleTo: self) { state in
-                state.resultsExpired = true
-                defer { state.waitingForResults = nil }
-                return state.waitingForResults
+                state.resultsExpired = wait
+                guard let waiter = state.waitingForResults, waiter.wait == wait else { return nil }
+                state.waitingForResults = nil
+                return waiter.continuation
             }
         }
     }
 
     /// Whether every task entered before `deadline`.
     public func waitForEntry(until deadline: ContinuousClock.Instant) async -> Bool {
-        await withDeadline(deadline, timedOut: false) { continuation in
+        let wait = nextWait()
+        return await withDeadline(deadline, timedOut: false) { continuation in
             state.withLock(visibleTo: self) { state in
                 if state.entered == expected { return .now(true) }
-                if state.entryExpired { return .now(false) }
-                state.waitingForEntry = continuation
+                if state.entryExpired == wait { return .now(false) }
+                state.waitingForEntry = Waiter(wait: wait, continuation: continuation)
                 return .later
             }
         } expire: {
             self.state.withLock(visibleTo: self) { state in
-                state.entryExpired = true
-                defer { state.waitingForEntry = nil }
-                return state.waitingForEntry
+                state.entryExpired = wait
+                guard let waiter = state.waitingForEntry, waiter.wait == wait else { return nil }
+                state.waitingForEntry = nil
+                return waiter.continuation
             }
+        }
+    }
+
+    private func nextWait() -> UInt64 {
+        state.withLock(visibleTo: self) { state in
+            state.waits += 1
+            return state.waits
         }
     }
 
