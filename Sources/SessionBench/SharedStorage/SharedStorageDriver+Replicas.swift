@@ -52,7 +52,7 @@ extension SharedStorageDriver {
         if let waited, let timeout = backend.lockTimeout?.secondsValue, waited > timeout * 1.5, !crowded {
             oracle.report(
                 .served,
-                "while one replica stalled holding the lock, the others' callers waited \(InputRange.text(waited)) s, "
+                "while one replica stalled holding the lock, a caller of another replica waited \(InputRange.text(waited)) s, "
                     + "past the lock's timeout of \(InputRange.text(timeout)) s (\(context))")
         }
         let refreshes = judgeSingleFlight(event: index, name: "expiry", context: context, ledger: ledger)

@@ -274,7 +274,10 @@ struct SharedStorageDriver: ContextDriver {
                     let countsAtStall = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
                     let driverAtStall = CPUTimes.process(getpid())
                     guard let during = await run(.expiry, others, context: context) else { return false }
-                    let seconds = (ContinuousClock.now - waited).secondsValue
+                    // The longest any one caller waited, as its own process timed it: a replica that
+                    // heard of the expiry late starts its lock wait late, and that lateness is the
+                    // machine's, not the lock's.
+                    let seconds = Double(during.flatMap(\.answers).map(\.nanoseconds).max() ?? 0) / 1e9
                     crowded = Self.crowded(
                         since: waited, links: links, counts: countsAtStall, driver: driverAtStall,
                         leaving: stalledProcess, dead: dead)

@@ -41,8 +41,8 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
     /// longest that may take beyond the refresh itself.
     public var lockHolderRecoverySeconds: Double?
     public var lockTimeoutSeconds: Double?
-    /// `replicas`: how long the other replicas' callers waited while a replica stalled holding the
-    /// lock, before their stores gave up (about the lock's timeout for a correct store).
+    /// `replicas`: the longest one of the other replicas' callers waited while a replica stalled
+    /// holding the lock, before its store gave up (about the lock's timeout for a correct store).
     public var stalledHolderWaitSeconds: Double?
 
     public init(backend: String, protectsAtRest: Bool, reuseGraceSeconds: Double) {
