@@ -15,19 +15,26 @@ let package = Package(
         .library(name: "SessionStorage", targets: ["SessionStorage"]),
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
+        .library(name: "SessionBenchTesting", targets: ["SessionBenchTesting"]),
         .library(name: "SessionBenchHTTP", targets: ["SessionBenchHTTP"]),
         .library(name: "SessionStoragePostgres", targets: ["SessionStoragePostgres"]),
         .executable(name: "session-bench", targets: ["session-bench"]),
     ],
+    // The default build is what `compare` on the default scenarios and a user's tests need: the
+    // stores, the harness, the oracle, the in-process server, the plain file backends. Each trait
+    // adds what some scenarios or commands use, and asking for one a build left out says which
+    // trait it needs. `swift test --enable-all-traits` tests everything.
     traits: [
+        // Sealed and SQLite storage backends for crash-restart and shared-storage: swift-crypto
+        // (BoringSSL) and GRDB, over the system's SQLite (libsqlite3-dev).
+        .trait(name: "Storage", description: "The AES-GCM sealed and SQLite storage backends (swift-crypto, GRDB)."),
         // The token server over HTTP (`serve`) and `compare --transport http`: Hummingbird and
-        // AsyncHTTPClient, and the SwiftNIO they share. `--disable-default-traits` builds the
-        // tool without them, minutes faster, as the ThreadSanitizer run in CI does.
+        // AsyncHTTPClient, and the SwiftNIO they share.
         .trait(name: "HTTP", description: "The loopback OAuth server (serve) and the HTTP transport."),
         // Replicas sharing one session through PostgreSQL (postgres-nio): the storage backends the
         // `replicas` scenario runs. Needs a server only to run them, never to build.
         .trait(name: "PostgreSQL", description: "Storage backends that coordinate replicas through PostgreSQL."),
-        .default(enabledTraits: ["HTTP", "PostgreSQL"]),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -56,14 +63,15 @@ let package = Package(
         .target(
             name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"], swiftSettings: imports),
         // Where stores keep a session between launches: files written atomically, a JSON file
-        // (plaintext, the UserDefaults analogue), an AES-GCM encrypted file, a SQLite row (GRDB,
-        // over the system's libsqlite3), and the deliberately wrong backends the crash and
-        // at-rest checks must catch.
+        // (plaintext, the UserDefaults analogue), and with the Storage trait an AES-GCM encrypted
+        // file and a SQLite row (GRDB, over the system's libsqlite3); and the deliberately wrong
+        // backends the crash and at-rest checks must catch.
         .target(
             name: "SessionStorage",
             dependencies: [
-                "SessionContract", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "SessionContract",
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Storage"])),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Storage"])),
             ],
             swiftSettings: imports),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.
@@ -93,6 +101,9 @@ let package = Package(
             ],
             swiftSettings: imports
         ),
+        // For a test target: the default scenarios on one store inside `swift test` (Swift Testing
+        // or XCTest), each violation a test issue with the command that reproduces it.
+        .target(name: "SessionBenchTesting", dependencies: ["SessionBench", "SessionContract"], swiftSettings: imports),
         // The token server over HTTP on loopback (Hummingbird) and a token endpoint that reaches
         // it through real sockets (AsyncHTTPClient). Empty unless the HTTP trait is on.
         .target(
@@ -139,6 +150,10 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: imports
         ),
+        .testTarget(
+            name: "SessionBenchTestingTests",
+            dependencies: ["SessionBenchTesting", "SessionBench", "SessionContract", "SessionStores"],
+            swiftSettings: imports),
         .testTarget(
             name: "SessionStorageTests", dependencies: ["SessionStorage", "SessionContract"], swiftSettings: imports),
         .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"], swiftSettings: imports),

@@ -16,12 +16,18 @@ let package = Package(
         .package(path: root.path),
     ],
     targets: [
+        // The app's store.
+        .target(name: "AppSession", dependencies: [.product(name: "SessionContract", package: sessionBench)]),
+        // Its test: `swift test` runs the default scenarios on it in process (SessionBenchTesting).
+        .testTarget(
+            name: "AppSessionTests",
+            dependencies: ["AppSession", .product(name: "SessionBenchTesting", package: sessionBench)]
+        ),
+        // The executable route: `swift run my-bench compare --stores app-store,mutex`, every
+        // scenario (storage and crashes too) and every command, beside the built-in stores.
         .executableTarget(
             name: "my-bench",
-            dependencies: [
-                .product(name: "SessionContract", package: sessionBench),
-                .product(name: "SessionBenchCLI", package: sessionBench),
-            ]
+            dependencies: ["AppSession", .product(name: "SessionBenchCLI", package: sessionBench)]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+#if Storage
 import Crypto
 import Foundation
 import SessionContract
@@ -43,3 +44,4 @@ public final class EncryptedFileStorage: TokenStorage {
         try AtomicFile.remove(path)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Storage
 import Crypto
 import Foundation
 import SessionContract
@@ -80,3 +81,4 @@ public final class LeakyEncryptedFileStorage: TokenStorage {
         var sealedRefreshToken: String
     }
 }
+#endif

@@ -67,7 +67,9 @@ extension FolderStorage {
 }
 
 extension JSONFileStorage: FolderStorage {}
+extension InPlaceJSONFileStorage: FolderStorage {}
+#if Storage
 extension EncryptedFileStorage: FolderStorage {}
 extension SQLiteStorage: FolderStorage {}
-extension InPlaceJSONFileStorage: FolderStorage {}
 extension LeakyEncryptedFileStorage: FolderStorage {}
+#endif

@@ -1,3 +1,4 @@
+#if Storage
 import Crypto
 import Foundation
 import GRDB
@@ -172,3 +173,4 @@ public final class SQLiteStorage: TokenStorage {
         return "SQLite error \(error.resultCode.rawValue): \(error.message ?? "no message")"
     }
 }
+#endif

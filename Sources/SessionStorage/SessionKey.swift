@@ -1,3 +1,4 @@
+#if Storage
 import Crypto
 import Foundation
 import SessionContract
@@ -64,3 +65,4 @@ enum SessionKey {
         return SymmetricKey(data: bytes)
     }
 }
+#endif

@@ -13,17 +13,17 @@ public enum PostgresBackends {
 
     public static let all: [StorageBackend] = [
         backend(
-            .advisoryLock, name: "postgres-advisory-lock",
+            .advisoryLock, name: PostgresBackendNames.advisoryLock,
             summary: "a row per session; pg_advisory_lock around each refresh, NOTIFY with every new grant"),
         backend(
-            .rowLock, name: "postgres-row-lock",
+            .rowLock, name: PostgresBackendNames.rowLock,
             summary: "a row per session; SELECT … FOR UPDATE around each refresh, committed with the new grant"),
         backend(
-            .unlocked, name: "postgres-unlocked",
+            .unlocked, name: PostgresBackendNames.unlocked,
             summary: "a row per session read before each refresh with no lock: check-then-refresh across replicas",
             isReferenceBroken: true),
         backend(
-            .advisoryLockThenProceed, name: "postgres-lock-then-proceed",
+            .advisoryLockThenProceed, name: PostgresBackendNames.lockThenProceed,
             summary: "pg_advisory_lock, but a replica that waits past the timeout refreshes anyway rather than fail",
             isReferenceBroken: true),
     ]

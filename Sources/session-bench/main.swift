@@ -1,11 +1,13 @@
 import SessionBenchCLI
 
-#if PostgreSQL
 import SessionStorage
 import SessionStoragePostgres
 
 // Before anything parses: the session processes of `replicas` resolve backends by name too.
+#if PostgreSQL
 StorageBackendCatalog.register(PostgresBackends.all)
+#else
+StorageBackendCatalog.leftOut(PostgresBackendNames.leftOut)
 #endif
 
 #if HTTP

@@ -159,6 +159,7 @@ struct SharedStorageTests {
         }
     }
 
+    #if Storage
     @Test("over a wrong backend the shared session fails the backend's invariant: I16 after the sign-out, I17")
     func wrongBackendsFail() async throws {
         let (status, results, printed) = try await compare([
@@ -170,4 +171,5 @@ struct SharedStorageTests {
                 [Invariant.signOutDurable.rawValue], [Invariant.sealedAtRest.rawValue],
             ])
     }
+    #endif
 }

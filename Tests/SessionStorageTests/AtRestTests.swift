@@ -33,6 +33,7 @@ struct AtRestTests {
         return folder
     }
 
+    #if Storage
     @Test("the encrypted backend leaves no token or user-id bytes and no readable files")
     func encryptedHoldsNothingInClear() throws {
         let grant = SampleGrants.grant()
@@ -44,6 +45,7 @@ struct AtRestTests {
             #expect(ScratchFolder.mode(of: folder.path(subfolder)).map { $0 & 0o777 } == 0o700)
         }
     }
+    #endif
 
     @Test("the plaintext backend keeps the refresh token in clear, in an owner-only file")
     func jsonFileIsPlaintext() throws {
@@ -55,6 +57,7 @@ struct AtRestTests {
         #expect(ScratchFolder.mode(of: folder.path("session.json")).map { $0 & 0o777 } == 0o600)
     }
 
+    #if Storage
     @Test("the leaky backend is caught: user id and access token in clear, files readable by others")
     func leakyIsCaught() throws {
         let grant = SampleGrants.grant()
@@ -68,4 +71,5 @@ struct AtRestTests {
         #expect(!found.contains("data/session.sealed.json holds the refresh token"))
         #expect(!found.contains("data/session.sealed.json holds the refresh token marker"))
     }
+    #endif
 }

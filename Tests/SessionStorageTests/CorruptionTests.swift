@@ -68,6 +68,7 @@ struct CorruptionTests {
         }
     }
 
+    #if Storage
     @Test("a flipped byte anywhere in the sealed file is caught")
     func flippedByte() throws {
         let backend = try #require(StorageBackendCatalog.named("encrypted-file"))
@@ -83,7 +84,9 @@ struct CorruptionTests {
             try expectUnreadable(backend, folder, grant: SampleGrants.grant())
         }
     }
+    #endif
 
+    #if Storage
     @Test("a session sealed with another key is unreadable")
     func wrongKey() throws {
         let backend = try #require(StorageBackendCatalog.named("encrypted-file"))
@@ -95,7 +98,9 @@ struct CorruptionTests {
         try FileManager.default.copyItem(atPath: other.path("key/session.key"), toPath: folder.path("key/session.key"))
         try expectUnreadable(backend, folder, grant: SampleGrants.grant())
     }
+    #endif
 
+    #if Storage
     @Test("a key file of the wrong size is refused, and the key survives a clear")
     func keyFile() throws {
         let backend = try #require(StorageBackendCatalog.named("encrypted-file"))
@@ -112,4 +117,5 @@ struct CorruptionTests {
             try backend.make(directory: folder.path)
         }
     }
+    #endif
 }

@@ -1,3 +1,4 @@
+#if Storage
 import Foundation
 import SessionContract
 import SessionStorage
@@ -93,3 +94,4 @@ struct SQLiteStorageTests {
         }
     }
 }
+#endif

@@ -27,6 +27,7 @@ struct UmaskTests {
         #expect(ScratchFolder.mode(of: path).map { $0 & 0o777 } == 0o644)
     }
 
+    #if Storage
     @Test("the encrypted backend's files stay owner-only under a permissive umask")
     func encryptedIgnoresUmask() throws {
         let previous = umask(0)
@@ -39,4 +40,5 @@ struct UmaskTests {
             #expect(ScratchFolder.mode(of: folder.path(path)).map { $0 & 0o077 } == 0, "\(path)")
         }
     }
+    #endif
 }

@@ -238,6 +238,8 @@ public enum ScenarioError: Error, Equatable, CustomStringConvertible {
     case invalid(String)
     case unknown(String)
     case unknownBackend(String)
+    /// A scenario whose backend this build left out, and how to get it.
+    case leftOut(String, String)
 
     public var description: String {
         switch self {
@@ -247,6 +249,7 @@ public enum ScenarioError: Error, Equatable, CustomStringConvertible {
         case .unknownBackend(let name):
             "unknown storage backend in '\(Printable.name(name))'; known: "
                 + StorageBackendCatalog.all.map(\.name).joined(separator: ", ")
+        case .leftOut(let name, let remedy): "\(Printable.name(name)): \(remedy)"
         }
     }
 }

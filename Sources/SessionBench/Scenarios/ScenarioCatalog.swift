@@ -196,11 +196,17 @@ public enum ScenarioCatalog {
             return [preset]
         }
         let backends: [String]
+        let servers = preset.kind == .replicas
         if parts.count == 2 {
+            if let leftOut = StorageBackendCatalog.leftOut(named: parts[1]) { throw .leftOut(name, leftOut.remedy) }
             guard StorageBackendCatalog.named(parts[1]) != nil else { throw .unknownBackend(name) }
             backends = [parts[1]]
         } else {
-            backends = StorageBackendCatalog.correct(servers: preset.kind == .replicas).map(\.name)
+            backends = StorageBackendCatalog.correct(servers: servers).map(\.name)
+            // Every backend it runs on was left out of this build (replicas without PostgreSQL).
+            if backends.isEmpty, let leftOut = StorageBackendCatalog.leftOut.first(where: { $0.isServer == servers }) {
+                throw .leftOut(name, leftOut.remedy)
+            }
         }
         return backends.map { backend in
             var scenario = preset

@@ -10,14 +10,22 @@ struct List: ParsableCommand {
         abstract: "List the stores, scenarios and storage backends, one per line.")
 
     func run() throws {
+        // Standard output is an output: written whole, or a one-line error.
+        try OutputWriter.show(Self.lines(stores: StoreRegistry.all).joined(separator: "\n") + "\n")
+    }
+
+    /// What `list` prints for `stores`, the scenarios and this build's backends.
+    static func lines(stores: [StoreDescriptor]) -> [String] {
         var lines: [String] = []
-        let width = max(16, (StoreRegistry.all.map(\.name.count).max() ?? 0) + 1)
+        let width = max(16, (stores.map(\.name.count).max() ?? 0) + 1)
         lines.append("stores:")
-        for store in StoreRegistry.all {
+        for store in stores {
             let marks = [
                 store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
                 store.persistsSession ? "storage" : nil, store.sharesStorage ? "shared storage" : nil,
                 store.offersStepUp ? "step-up" : nil, store.offersStateStream ? "state stream" : nil,
+                // Declared, so its I6 findings are reported as known (docs/expectations.md).
+                store.refreshesUnconditionallyOn401 ? "declares: unconditional 401 refresh, I6 expected" : nil,
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
@@ -40,7 +48,10 @@ struct List: ParsableCommand {
             let name = backend.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
             lines.append("  \(name) \(backend.summary)\(suffix)")
         }
-        // Standard output is an output: written whole, or a one-line error.
-        try OutputWriter.show(lines.joined(separator: "\n") + "\n")
+        for leftOut in StorageBackendCatalog.leftOut {
+            let name = leftOut.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
+            lines.append("  \(name) left out of this build: needs the \(leftOut.trait) trait (--traits \(leftOut.trait))")
+        }
+        return lines
     }
 }

@@ -29,9 +29,9 @@ enum HTTPAvailability {
     static func required(_ what: String) throws(UsageError) -> LoopbackHTTP {
         guard let http = current else {
             throw UsageError(
-                "\(what) needs HTTP support, which this build left out; build session-bench with its default "
-                    + "traits (swift build), or pass LoopbackHTTP.live from the SessionBenchHTTP product to "
-                    + "SessionBenchCommand.main")
+                "\(what) needs the HTTP trait, which this build left out: swift run -c release --traits HTTP "
+                    + "session-bench … (or --enable-all-traits), or pass LoopbackHTTP.live from the SessionBenchHTTP "
+                    + "product to SessionBenchCommand.main")
         }
         return http
     }
