@@ -74,8 +74,6 @@ struct LeftBehindTests {
         return found
     }
 
-    /// Stops at moments drawn at random (seeded; the seed is in every failure): a scenario, a way,
-    /// and a time after the start, 20 to 900 ms, across starting up, running and cleaning up.
     /// The sealed backend's scenario where the build has it (the Storage trait), else the plain one.
     static var sealed: String {
         #if Storage
@@ -85,6 +83,8 @@ struct LeftBehindTests {
         #endif
     }
 
+    /// Stops at moments drawn at random (seeded; the seed is in every failure): a scenario, a way,
+    /// and a time after the start, 20 to 900 ms, across starting up, running and cleaning up.
     static func randomMoments(_ count: Int, seed: UInt64) -> [(moment: Moment, after: Duration)] {
         var random = SeededRandom(seed: seed)
         let scenarios = ["crash-restart:json-file", sealed, "shared-storage:json-file"]
@@ -142,9 +142,11 @@ struct LeftBehindTests {
                 while waitpid(pid, &status, WNOHANG) == 0 { try await Task.sleep(for: .milliseconds(5)) }
             }
             if inProcess {
-                // Stopped by a signal it handles: it removes what it made before it ends.
-                let left = Self.secrets(under: temporary.path)
-                #expect(left.secrets.isEmpty, "\(context): \(left.secrets)")
+                // Stopped by a signal it handles: it removes what it made before it ends. Only its
+                // own root is judged here: the measuring process of an isolated run killed before may
+                // still be cleaning up its own on a busy machine (the end of this test waits for those).
+                let own = Self.secrets(under: temporary.path).secrets.filter { $0.hasPrefix("session-bench-run-p\(pid)-") }
+                #expect(own.isEmpty, "\(context): \(own)")
             }
         }
         let next = try await ToolProcess.run(
