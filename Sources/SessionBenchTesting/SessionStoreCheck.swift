@@ -67,8 +67,12 @@ public struct SessionStoreCheck: Sendable {
 
     /// Runs every scenario on a fresh `store` each; the results, and what in them fails.
     /// `reproduce` turns a run into the command that repeats it (``command(_:test:)``).
+    ///
+    /// A store that blocks every thread of the cooperative pool leaves nothing in this process
+    /// able to run again: the finding is written to standard error and the process ends with a
+    /// failure, rather than hang the test run.
     public func run(
-        _ store: StoreDescriptor, reproduce: @Sendable (ScenarioResult) -> String
+        _ store: StoreDescriptor, reproduce: @escaping @Sendable (ScenarioResult) -> String
     ) async -> (results: [ScenarioResult], findings: [SessionStoreFinding]) {
         var findings: [SessionStoreFinding] = []
         var presets: [Scenario] = []
@@ -83,7 +87,12 @@ public struct SessionStoreCheck: Sendable {
             }
         }
         let overrides = ScenarioOverrides(duration: duration, rounds: rounds, seed: seed)
-        let runner = ScenarioRunner(hangTimeout: hangTimeout)
+        var runner = ScenarioRunner(hangTimeout: hangTimeout)
+        runner.onStarvation = { hung in
+            let text = SessionStoreFinding.findings(in: hung, reproduce: reproduce(hung)).map(\.description)
+            FileHandle.standardError.write(Data(("session-bench: " + text.joined(separator: "\n") + "\n").utf8))
+            _exit(1)
+        }
         var results: [ScenarioResult] = []
         for preset in presets {
             // What the store does not offer (step-up, a state stream, storage) it is not run on.
