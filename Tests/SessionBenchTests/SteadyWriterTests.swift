@@ -20,7 +20,7 @@ struct SteadyWriterTests {
         // However slow the machine, wait for writes to happen rather than for time to pass.
         let deadline = ContinuousClock.now + .seconds(120)
         while server.ledger.refreshCalls < 5, ContinuousClock.now < deadline { await Task.yield() }
-        let tally = await writer.finish()
+        let tally = try #require(await writer.finish(hangTimeout: .seconds(120)))
         #expect(tally.writes >= 5)
         #expect(tally.errors.isEmpty, "\(tally.errors)")
         var recorder = LatencyRecorder()
@@ -29,4 +29,35 @@ struct SteadyWriterTests {
         #expect(UInt64(server.ledger.refreshCalls) == tally.writes, "one refresh per 401 for the current token")
         #expect(server.ledger.repeatedRedemptions.isEmpty)
     }
+
+    @Test("a writer whose 401 never returns is a hang of the write, at the hang timeout, not a run that never ends")
+    func stuckWriteIsHung() async throws {
+        var scenario = try ScenarioCatalog.named("writes-under-reads")
+        scenario.tasks = 2
+        scenario.duration = .milliseconds(100)
+        let descriptor = StoreDescriptor(name: "stuck-401", summary: "a 401 never returns") {
+            StuckRejectionStore(MutexStore(configuration: $0))
+        }
+        let started = ContinuousClock.now
+        let result = await ScenarioRunner(hangTimeout: .seconds(1)).run(descriptor, scenario)
+        let hang = try #require(result.hang, "\(result.verdict) \(result.failure ?? "")")
+        #expect(result.verdict == .hung)
+        #expect(hang.operation == .rejection && hang.phase == "writes under async reads", "\(hang)")
+        #expect(hang.detail?.contains("tokenRejected(_:) had not returned") == true)
+        // 1 s, waited up to four times more for a busy machine: seconds, not the suite's time limit.
+        #expect(ContinuousClock.now - started < .seconds(60))
+    }
+}
+
+/// Reads from `inner`; a 401 is never answered (its caller sleeps for an hour).
+final class StuckRejectionStore: SessionStore, Sendable {
+    let inner: any SessionStore
+    init(_ inner: any SessionStore) { self.inner = inner }
+    func validToken() async throws(SessionError) -> AccessToken { try await inner.validToken() }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        try? await Task.sleep(for: .seconds(3600))
+        throw .signedOut
+    }
+    func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
+    func signOut() async { await inner.signOut() }
 }

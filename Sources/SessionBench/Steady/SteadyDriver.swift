@@ -64,7 +64,14 @@ struct SteadyDriver: ContextDriver {
             SteadyWriter(store, every: $0, caller: scenario.tasks, phase: "writes under async reads")
         }
         let measured = await loop(store, .measured, scenario.duration, counter, checked: true)
-        let asyncWrites = await asyncWriter?.finish()
+        var asyncWrites: SteadyWriter.Tally?
+        if let asyncWriter {
+            guard let tally = await asyncWriter.finish(hangTimeout: runner.hangTimeout) else {
+                outcome.hang = asyncWriter.hang(after: runner.hangTimeout)
+                return outcome
+            }
+            asyncWrites = tally
+        }
         outcome.seconds = measured.seconds
         if let total = measured.allocations, let fixed = empty.allocations {
             // The harness's cost: the empty-store loop's, plus the turns the longer measured loop
@@ -119,7 +126,11 @@ struct SteadyDriver: ContextDriver {
                 SteadyWriter(store, every: $0, caller: scenario.tasks, phase: "writes under synchronous reads")
             }
             let syncRun = await driver.run(reader, clock: clock)
-            if let syncWrites = await syncWriter?.finish() {
+            if let syncWriter {
+                guard let syncWrites = await syncWriter.finish(hangTimeout: runner.hangTimeout) else {
+                    outcome.hang = syncWriter.hang(after: runner.hangTimeout)
+                    return outcome
+                }
                 errors += syncWrites.errors
                 if syncWrites.writes > 0 { recorder.add(.syncWrite, syncWrites.latency) }
             }

@@ -1,5 +1,6 @@
 import Histogram
 import SessionContract
+import SessionSync
 import Synchronization
 import TokenServer
 
@@ -25,12 +26,16 @@ final class SteadyWriter: Sendable {
     }
 
     private let stopped = Flag()
-    private let task: Task<Tally, Never>
+    /// The writer's tally, once it has stopped.
+    private let done = CompletionLatch<Tally>(expected: 1)
+    let phase: String
 
     /// Starts writing to `store` every `interval`, from a first token read with `validToken()`.
     init(_ store: any SessionStore, every interval: Duration, caller: Int, phase: String) {
         let stopped = self.stopped
-        task = Task {
+        let done = self.done
+        self.phase = phase
+        Task {
             var tally = Tally()
             let clock = ContinuousClock()
             var held = try? await store.validToken()
@@ -71,13 +76,25 @@ final class SteadyWriter: Sendable {
                     }
                 }
             }
-            return tally
+            done.finish(tally)
         }
     }
 
-    /// Stops writing and returns the tally, once the write under way (if any) has returned.
-    func finish() async -> Tally {
+    /// Stops writing and returns the tally, once the write under way (if any) has returned;
+    /// `nil` if it has not within `hangTimeout` (waited longer on a machine too busy to run it).
+    func finish(hangTimeout: Duration) async -> Tally? {
         stopped.raised.store(true, ordering: .relaxed)
-        return await task.value
+        let done = self.done
+        let results = await PatientWait.wait(until: .now + hangTimeout, hangTimeout: hangTimeout) {
+            await done.wait(until: $0)
+        }
+        return (results ?? done.partialResults).first
+    }
+
+    /// The hang of a writer whose write never returned.
+    func hang(after hangTimeout: Duration) -> ScenarioResult.Hang {
+        ScenarioResult.Hang(
+            stuckCallers: 1, ofCallers: 1, operation: .rejection, waitedSeconds: hangTimeout.secondsValue, phase: phase,
+            detail: "the writer's tokenRejected(_:) had not returned when the reads were done")
     }
 }
