@@ -23,9 +23,11 @@ struct GateTests {
               "limits": [
                 { "metric": "refreshes_per_expiry", "store": "*", "scenario": "expiry-storm", "max": 1 },
                 { "metric": "refresh_calls", "store": "mutex", "scenario": "expiry-storm", "max": 3 },
-                { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "min_ratio": 0.1, "of": { "store": "serial-queue" } }
+                { "metric": "throughput_ops_per_s", "store": "mutex", "scenario": "steady-reads", "min_ratio": 0.001, "of": { "store": "serial-queue" } }
               ] }
             """#)
+        // The ratio limit is the mechanism, not a measurement: 60 ms of a debug build beside the other
+        // suites measured mutex at 0.0954× serial-queue once, so the limit leaves a hundredfold below that.
         let run = try await cli.run(["check", "--thresholds", path, "--quiet"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("checks passed"))

@@ -61,3 +61,31 @@ final class StuckRejectionStore: SessionStore, Sendable {
     func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
     func signOut() async { await inner.signOut() }
 }
+
+/// A store that signs in, and whose token calls then never return.
+final class StuckReadAfterSignInStore: SessionStore, Sendable {
+    let inner: any SessionStore
+    init(_ inner: any SessionStore) { self.inner = inner }
+    func validToken() async throws(SessionError) -> AccessToken {
+        try? await Task.sleep(for: .seconds(3600))
+        throw .signedOut
+    }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { try await validToken() }
+    func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
+    func signOut() async { await inner.signOut() }
+}
+
+@Suite("A storm's set-up")
+struct StormSetUpTests {
+    @Test("a store whose read right after sign-in never returns is hung in sign-in, not 'sign-in failed'")
+    func readAfterSignInHangs() async throws {
+        let descriptor = StoreDescriptor(name: "stuck-after-sign-in", summary: "reads never return") {
+            StuckReadAfterSignInStore(MutexStore(configuration: $0))
+        }
+        let result = await ScenarioRunner(hangTimeout: .seconds(1)).run(descriptor, try ScenarioCatalog.named("expiry-storm"))
+        #expect(result.verdict == .hung, "\(result.verdict) \(result.failure ?? "")")
+        #expect(result.hang?.operation == .signIn && result.hang?.phase == "sign-in", "\(String(describing: result.hang))")
+        #expect(result.failure == nil)
+    }
+}
+

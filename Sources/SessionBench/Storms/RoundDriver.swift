@@ -90,10 +90,15 @@ struct RoundDriver: ContextDriver {
         do {
             try await setUp()
         } catch {
-            // Nothing of a run that could not start is reported but why.
-            var outcome = initial
-            outcome.failure = "sign-in failed before the run: \(error)"
-            return outcome
+            // Nothing of a run that could not start is reported but why: a hang where the store did
+            // not return (the read right after sign-in, say), else the failed sign-in.
+            var failed = initial
+            if let hang = outcome.hang {
+                failed.hang = hang
+            } else {
+                failed.failure = "sign-in failed before the run: \(error)"
+            }
+            return failed
         }
         let start = ContinuousClock.now
         var roundStarted: ContinuousClock.Instant?
