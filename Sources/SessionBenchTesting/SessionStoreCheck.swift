@@ -66,7 +66,7 @@ public struct SessionStoreCheck: Sendable {
     }
 
     /// Runs every scenario on a fresh `store` each; the results, and what in them fails.
-    /// `reproduce` turns a run into the command that repeats it (``command(_:test:)``).
+    /// `reproduce` turns a run into the command that repeats it (``command(_:filter:)``).
     ///
     /// A store that blocks every thread of the cooperative pool leaves nothing in this process
     /// able to run again: the finding is written to standard error and the process ends with a
@@ -194,10 +194,7 @@ public struct SessionStoreFinding: Sendable, Equatable, CustomStringConvertible 
         let summary: String? =
             switch result.verdict {
             case .hung:
-                result.hang.map { hang in
-                    "hung: \(hang.stuckCallers) of \(hang.ofCallers) callers stuck in \(hang.operation) for over "
-                        + "\(hang.waitedSeconds) s (\(hang.phase))" + (hang.detail.map { "; \($0)" } ?? "")
-                } ?? "hung"
+                "hung: " + (result.hang.map { hang in hang.summary + (hang.detail.map { "; \($0)" } ?? "") } ?? "")
             case .crashed: "crashed: " + (result.failure ?? "the store crashed")
             case .error: "no verdict: " + (result.failure ?? "the run ended in an error")
             case .notRun: "not run: " + (result.failure ?? "")

@@ -170,9 +170,7 @@ extension ResultsReport {
                 lines += violation.trace.map { indent + $0 }
             }
             if let hang = result.hang {
-                lines.append(
-                    "\(head): hung — \(hang.stuckCallers) of \(hang.ofCallers) callers stuck in \(hang.operation.rawValue) "
-                        + "for over \(String(format: "%.1f", hang.waitedSeconds))s (\(hang.phase))")
+                lines.append("\(head): hung — \(hang.summary)")
                 if let detail = hang.detail { lines.append(indent + detail) }
             }
             if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }

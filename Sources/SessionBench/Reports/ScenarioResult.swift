@@ -1,3 +1,4 @@
+import Foundation
 /// Everything one store × scenario run measured and found. Holds no token values or user ids.
 public struct ScenarioResult: Sendable, Codable {
     public enum Verdict: String, Sendable, Codable {
@@ -49,6 +50,12 @@ public struct ScenarioResult: Sendable, Codable {
             self.waitedSeconds = waitedSeconds
             self.phase = phase
             self.detail = detail
+        }
+
+        /// The hang in one line, as every report says it: who was stuck, in what, how long, where.
+        public var summary: String {
+            "\(stuckCallers) of \(ofCallers) callers stuck in \(operation.rawValue) for over "
+                + String(format: "%.1f", waitedSeconds) + "s (\(phase))"
         }
     }
 

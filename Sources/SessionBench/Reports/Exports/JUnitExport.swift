@@ -90,9 +90,7 @@ extension ResultsReport {
                 )
             }
             if invariant == .noHang, let hung = runs.first(where: { $0.hang != nil }), let hang = hung.hang {
-                let message =
-                    "\(hang.stuckCallers) of \(hang.ofCallers) callers stuck in \(hang.operation.rawValue) for over "
-                    + String(format: "%.1f", hang.waitedSeconds) + "s (\(hang.phase))"
+                let message = hang.summary
                 return (invariant, .failed(message: message, detail: [message, hang.detail].compactMap { $0 }.joined(separator: "\n")))
             }
             let broken = runs.filter { $0.verdict == .crashed || $0.verdict == .error }
