@@ -11,7 +11,8 @@ import Synchronization
 /// session without its refresh token (the Keychain item unreadable before the first unlock), so
 /// it gives the session up at its first refresh; one is correct but resumes each read from a
 /// Dispatch thread (work `explore` cannot control); one has a single-flight refresh with a gap
-/// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT). They
+/// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT); one
+/// refreshes on every 401 and declares it, so its only findings are known. They
 /// exist only when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
@@ -58,6 +59,7 @@ enum SelfTestStores {
             summary: "single-flight, but a caller resuming while a refresh publishes refreshes again (self-test)",
             isReferenceBroken: true
         ) { GapBeforePublishStore(configuration: $0) },
+        declaresUnconditional401,
     ]
 }
 

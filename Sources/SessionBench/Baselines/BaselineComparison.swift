@@ -56,7 +56,7 @@ public struct BaselineComparison: Sendable, Codable {
     public var noiseThreshold: Double
     public var changes: [Change] = []
     /// Store × scenario runs with figures only in this run or only in the baseline; and what
-    /// was not compared: a run that failed (a verdict other than pass), or a figure one run
+    /// was not compared: a run that failed (a verdict that does not pass: ``ScenarioResult/Verdict/passes``), or a figure one run
     /// measured and the other did not (allocations with no counter).
     public var onlyNow: [String] = []
     public var onlyInBaseline: [String] = []
@@ -81,9 +81,9 @@ public struct BaselineComparison: Sendable, Codable {
                 onlyNow.append(group.key.path)
                 continue
             }
-            guard group.verdict == .pass, old.verdict == .pass else {
-                let which = group.verdict != .pass ? "this run: \(group.verdict.rawValue)" : ""
-                let was = old.verdict != .pass ? "baseline: \(old.verdict.rawValue)" : ""
+            guard group.verdict.passes, old.verdict.passes else {
+                let which = group.verdict.passes ? "" : "this run: \(group.verdict.rawValue)"
+                let was = old.verdict.passes ? "" : "baseline: \(old.verdict.rawValue)"
                 notCompared.append("\(group.key.path) (\([which, was].filter { !$0.isEmpty }.joined(separator: ", ")))")
                 continue
             }

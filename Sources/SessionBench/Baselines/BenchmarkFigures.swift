@@ -79,7 +79,7 @@ public struct BenchmarkGroup: Sendable {
     public var samples: [(metric: BenchmarkMetric, values: [Double])] {
         var order: [BenchmarkMetric] = []
         var values: [BenchmarkMetric: [Double]] = [:]
-        for run in runs where run.verdict == .pass {
+        for run in runs where run.verdict.passes {
             for (metric, value) in run.benchmarkFigures where value.isFinite {
                 if values[metric] == nil { order.append(metric) }
                 values[metric, default: []].append(value)
@@ -90,7 +90,7 @@ public struct BenchmarkGroup: Sendable {
 
     /// The worst verdict among the runs: a failure in any repeat is the group's.
     public var verdict: ScenarioResult.Verdict {
-        let order: [ScenarioResult.Verdict] = [.crashed, .hung, .error, .violated, .notRun, .pass]
+        let order: [ScenarioResult.Verdict] = [.crashed, .hung, .error, .violated, .notRun, .known, .pass]
         return order.first { verdict in runs.contains { $0.verdict == verdict } } ?? .pass
     }
 }

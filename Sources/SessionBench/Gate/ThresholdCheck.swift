@@ -24,7 +24,7 @@ public struct ThresholdCheck: Sendable {
     public func evaluate() -> [CheckOutcome] {
         var outcomes: [CheckOutcome] = []
         for result in results {
-            let passed = result.verdict == .pass
+            let passed = result.verdict.passes
             let found = result.violations.map { $0.invariant.id }.joined(separator: ",")
             let measured: String
             switch result.verdict {

@@ -2,12 +2,14 @@
 /// keep every repeat.
 extension ResultsReport {
     /// The runs the tables show: every run, or with `compare --repeats` one per store ×
-    /// scenario — the first repeat that did not pass, else the one with the median p50.
+    /// scenario — the first repeat that did not pass, else the first whose violations were all
+    /// known, else the one with the median p50.
     func shown() -> ResultsReport {
         guard results.contains(where: { $0.repeatIndex != nil }) else { return self }
         var view = self
         view.results = BenchmarkGroup.grouping(results).map { group in
-            if let failed = group.runs.first(where: { $0.verdict != .pass }) { return failed }
+            if let failed = group.runs.first(where: { !$0.verdict.passes }) { return failed }
+            if let known = group.runs.first(where: { $0.verdict == .known }) { return known }
             let sorted = group.runs.sorted { ($0.headlineLatency?.p50 ?? 0) < ($1.headlineLatency?.p50 ?? 0) }
             return sorted[(sorted.count - 1) / 2]
         }

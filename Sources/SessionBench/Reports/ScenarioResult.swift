@@ -18,7 +18,8 @@ public struct ScenarioResult: Sendable, Codable {
         /// Invariants broke, every one of them expected (`--expect`): not a failure.
         case known
 
-        /// Whether the run counts as passed: every invariant held, or broke as expected.
+        /// Whether the run counts as passed: every invariant held, or broke as expected. The one
+        /// definition every command, gate, export and baseline asks.
         public var passes: Bool { self == .pass || self == .known }
     }
 

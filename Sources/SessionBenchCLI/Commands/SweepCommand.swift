@@ -163,7 +163,7 @@ struct Sweep: AsyncParsableCommand {
         }
         let report = ResultsReport(results: results, metadata: .current(command: "sweep"))
         try output.emit(report, quiet: run.execution.quiet) { [baseline] in $0.sweepTable(baseline: baseline) }
-        if results.contains(where: { $0.verdict != .pass }) { throw ExitCode(ExitStatus.failed.rawValue) }
+        if results.contains(where: { !$0.verdict.passes }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 }
 

@@ -9,7 +9,7 @@ import Foundation
 extension ResultsReport {
     public func bencherMetrics() throws -> String {
         var benchmarks: [String: [String: [String: Double]]] = [:]
-        for group in BenchmarkGroup.grouping(results) where group.verdict == .pass {
+        for group in BenchmarkGroup.grouping(results) where group.verdict.passes {
             var measures: [String: [String: Double]] = [:]
             for (metric, values) in group.samples {
                 guard let value = Median.of(values) else { continue }

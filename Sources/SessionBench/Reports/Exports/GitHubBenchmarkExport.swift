@@ -16,7 +16,7 @@ extension ResultsReport {
 
     public func githubBenchmark(_ better: BenchmarkMetric.Better) throws -> String {
         var entries: [GitHubBenchmarkEntry] = []
-        for group in BenchmarkGroup.grouping(results) where group.verdict == .pass {
+        for group in BenchmarkGroup.grouping(results) where group.verdict.passes {
             let first = group.runs[0]
             for (metric, values) in group.samples where metric.better == better {
                 guard let value = Median.of(values) else { continue }
