@@ -74,6 +74,20 @@ public struct LedgerEntry: Sendable, Hashable {
         }
     }
 
+    /// Whether the call bought the client a grant with the presented refresh token: the server
+    /// rotated it and answered (expired on arrival or not), or would have but for the client
+    /// hanging up. A refused presentation (reuse detected, a revoked family, an unknown token)
+    /// bought nothing, and neither did an answer lost in the network, which the client never had.
+    /// Presenting the token again is a redemption after the rotation only once one of these came
+    /// before it.
+    public var boughtGrant: Bool {
+        switch outcome {
+        case .issued, .reuseAccepted: true
+        case .responseLost: lostByClient
+        case .reuseDetected, .familyRevoked, .unknownToken, .transientFailure, .timedOut, .dropped, .refused: false
+        }
+    }
+
     /// Whether the client received a usable grant from this call.
     public var deliveredGrant: Bool { (outcome == .issued || outcome == .reuseAccepted) && !deliveredExpired }
 

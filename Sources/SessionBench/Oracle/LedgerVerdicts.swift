@@ -102,12 +102,13 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
         let overlapping = byFamily.values.map(Self.overlapping).reduce(0, +)
         overlappingRefreshes = overlapping
 
-        // Redeemed again after the client could have had the grant.
+        // Redeemed again after it bought the client a grant (not after a refusal, or an answer
+        // the network lost).
         var repeated = 0
         var excused: Set<Int> = []
         for calls in byGeneration.values where calls.count > 1 {
             for position in 1..<calls.count {
-                if calls[..<position].allSatisfy({ $0.outcome == .responseLost && !$0.lostByClient }) {
+                if !calls[..<position].contains(where: \.boughtGrant) {
                     excused.insert(calls[position].index)
                 } else {
                     repeated += 1

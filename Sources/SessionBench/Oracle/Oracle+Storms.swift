@@ -16,6 +16,10 @@ extension Oracle {
         guard attempts.count > 1, attempts.allSatisfy({ !$0.isPassingFailure || $0.outcome == .dropped }) else {
             return
         }
+        // A session the server refused at the storm's first refresh (revoked before it) was not
+        // served by a healthy server: calls that overlapped the refusal are the ledger audit's
+        // (two refreshes in flight, I1), and any sent after it the judge's (I27).
+        guard !attempts[0].isInvalidGrant else { return }
         let first = attempts[0]
         if staleAfterSuccess, first.deliveredGrant, let answered = first.respondedAt,
             attempts.dropFirst().allSatisfy({ $0.sentAt >= answered })

@@ -43,8 +43,9 @@ public final class Oracle: Sendable {
 
     /// I1, I7 and I11 over every refresh the server saw, in any scenario:
     /// - two refresh calls of one session in flight at once (I1);
-    /// - a refresh token presented again after the client had received the grant it bought
-    ///   (I1, and I7 when the server saw the reuse). A retry after an answer lost on the way
+    /// - a refresh token presented again after it bought the client a grant
+    ///   (``LedgerEntry/boughtGrant``; I1, and I7 when the server saw the reuse). A retry after an
+    ///   answer lost on the way
     ///   (an injected fault) is the only way a correct client can present a used token, and
     ///   is not counted;
     /// - any other reuse the server saw (I7).
@@ -82,14 +83,13 @@ public final class Oracle: Sendable {
         for generation in redemptions.keys.sorted() {
             let calls = redemptions[generation]!
             for (position, call) in calls.enumerated() where position > 0 {
-                let earlier = calls[..<position]
-                // Only lost answers before it, lost in the network: the client never had the new token.
-                if earlier.allSatisfy({ $0.outcome == .responseLost && !$0.lostByClient }) {
+                // Nothing before it bought the client a grant (answers lost in the network, refusals):
+                // the client never had the new token. A presentation after a refusal is a refresh of
+                // a refused session, which the judge's I27 and the overlap check above say.
+                guard let first = calls[..<position].first(where: \.boughtGrant) else {
                     excused.insert(call.index)
                     continue
                 }
-                let first =
-                    earlier.first { $0.outcome != .responseLost || $0.lostByClient } ?? earlier[earlier.startIndex]
                 report(
                     .singleFlight,
                     "generation \(generation)'s refresh token was redeemed again after the client had the grant it bought",
