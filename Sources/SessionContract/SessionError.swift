@@ -1,7 +1,8 @@
 /// Every way a store's call can fail. All waiters of one refresh get the same one.
 public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// No session: never signed in, signed out, or the session was replaced by another
-    /// sign-in while the call waited.
+    /// No session: never signed in, signed out, the session was replaced by another sign-in
+    /// while the call waited, or the server refused it (its refresh's waiters may be told this
+    /// or ``refreshTokenRevoked``, all of them the same).
     case signedOut
     /// The server refused or could not complete a sign-in.
     case signInFailed

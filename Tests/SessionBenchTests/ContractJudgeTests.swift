@@ -16,8 +16,13 @@ struct ContractJudgeTests {
         let subjects = [[Subject("user-a"), Subject("user-b")]]
         var events: [SessionEvent] = []
 
-        init(lifetime: Duration = .seconds(300)) {
-            server = TokenServer(configuration: .init(tokenLifetime: lifetime), clock: .manual(time))
+        /// `sleeper` waits out each answer's latency in place of the clock (a refresh held in flight).
+        init(
+            lifetime: Duration = .seconds(300), latency: LatencyModel = .none,
+            sleeper: (@Sendable (Duration) async -> Void)? = nil
+        ) {
+            server = TokenServer(
+                configuration: .init(tokenLifetime: lifetime, latency: latency), clock: .manual(time), sleeper: sleeper)
         }
 
         /// Signs user `slot` in at the server, as the harness's sign-in would.

@@ -3,19 +3,16 @@ import SessionContract
 import TokenServer
 
 /// A call that ended in an error: which error the contract allowed it, from what the server
-/// did while it waited and what the caller's session was.
+/// did while it waited and what the caller's session was — the rules ``ErrorRule`` states.
 extension ContractJudge {
     func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
         -> Finding?
     {
         let current = timeline.current(account: call.account, at: call.startedNanos)
         let overlapping = timeline.eventOverlaps(account: call.account, call.startedNanos, call.endedNanos)
-        // The sessions the call may have served: the one current when it started, and any a
-        // sign-in under way during the call started.
-        var families = current.families
-        for event in timeline.events(of: call.account) where event.overlaps(call.startedNanos, call.endedNanos) {
-            if let family = event.family, !families.contains(family) { families.append(family) }
-        }
+        // The call's own session: the one current when it started (either side of a sign-in or
+        // sign-out under way then). A session a later sign-in began is not its own.
+        let families = current.families
         let refreshes = families.flatMap { timeline.refreshes(of: $0) }.sorted { $0.sentAt < $1.sentAt }
         switch error {
         case .cancelled:
@@ -48,6 +45,7 @@ extension ContractJudge {
                 summary: "\(who) got 'refresh failed' with no failed refresh of its session behind it: the store gave up",
                 trace: attemptsTrace(refreshes, during: call, timeline))
         case .refreshTokenRevoked:
+            // ErrorRule.revokedWhen.
             if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) {
                 return nil
             }
@@ -68,19 +66,9 @@ extension ContractJudge {
                     : "\(who) got 'refresh token revoked' though the server never refused its session's refresh token",
                 trace: attemptsTrace(refreshes, during: call, timeline))
         case .signedOut:
+            // ErrorRule.signedOutWhen: no session, the user ended it, or the server did.
             if current.noneAllowed || overlapping != nil { return nil }
-            let refused = families.compactMap { timeline.sessions[$0]?.refusedAt }.filter { $0 <= call.endedNanos }
-            // A session the server refused is over: 'signed out' after that is fair; but a caller that
-            // was waiting when the refusal came is one of its waiters, told 'refresh token revoked'.
-            if let at = refused.min(), at < call.startedNanos { return nil }
-            if let at = refused.min() {
-                return Finding(
-                    invariant: .sessionKept,
-                    summary:
-                        "\(who) was waiting when the server refused its session's refresh token and got 'signed out', not 'refresh token revoked'",
-                    trace: ["the refusal came at +\(relative(at, timeline)), while the call waited"]
-                        + attemptsTrace(refreshes, during: call, timeline))
-            }
+            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) { return nil }
             return Finding(
                 invariant: .sessionKept,
                 summary:

@@ -251,6 +251,9 @@ struct ContractJudge {
                     "\(what) started at +\(relative(call.startedNanos, timeline)) and returned generation \(token.generation) (family \(session.family))",
                 ] + issuance(of: token.generation, timeline))
         }
+        // I8, I9: the session current when the call started, not one a sign-in began later —
+        // of that session, not merely of that account.
+        if let finding = judgeLaterSession(token, session: session, call: call, who: who, timeline) { return finding }
         // I27: a session the store had said the server refused.
         if let told = revokedTold[session.family], call.startedNanos > told {
             return Finding(

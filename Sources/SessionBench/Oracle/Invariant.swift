@@ -139,9 +139,9 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
         case .sessionKept:
             """
             only the server (`invalid_grant`) or the user (sign-out, sign-in) ends a session: \
-            `refreshTokenRevoked` needs a refusal of the call's own session in the ledger (an earlier session's \
-            does not count), and `signedOut` needs a sign-out, a sign-in or a refusal during the call; and only \
-            the user starts one: no sign-in reaches the server outside `signIn()`
+            `refreshTokenRevoked` only when \(ErrorRule.revokedWhen); `signedOut` only when \
+            \(ErrorRule.signedOutWhen); and only the user starts one: no sign-in reaches the server outside \
+            `signIn()`
             """
         case .restorable:
             """

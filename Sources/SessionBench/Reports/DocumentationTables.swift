@@ -11,6 +11,7 @@ public enum DocumentationTables {
     public static let all: [(name: String, page: String, text: @Sendable () -> String)] = [
         ("scenarios", "docs/scenarios.md", scenarios),
         ("invariants", "docs/invariants.md", invariants),
+        ("errors", "docs/contract.md", errors),
         ("csv-header", "docs/csv.md", csvHeader),
         ("csv-columns", "docs/csv.md", csvColumns),
         ("metrics", "docs/gate.md", metrics),
@@ -28,6 +29,15 @@ public enum DocumentationTables {
         table(
             header: ["id", "invariant", "how it is checked"],
             rows: Invariant.allCases.map { [$0.id, $0.name, $0.summary] })
+    }
+
+    /// Each error a token request may end in: what it means, and when the contract's judge allows it
+    /// (``ErrorRule``) (docs/contract.md).
+    public static func errors() -> String {
+        table(
+            header: ["promise", "check", "exercised by"],
+            rows: ErrorRule.all.map { ["`\($0.name)`: \($0.promise)", $0.check, $0.exercisedBy] }
+                + [["all waiters of one refresh get the same one", "**I2**", "every storm"]])
     }
 
     /// The CSV's fixed header line, fenced (docs/csv.md).

@@ -52,8 +52,9 @@ extension RoundDriver {
     }
 
     /// I8/I9: the waiters of a refresh that a sign-out or a user switch discarded get
-    /// `signedOut` (or, after a switch, the new user's token) — never a token of the ended
-    /// session. Any other error is left to the judge, which asks what caused it.
+    /// `signedOut`, never a token of the ended session. A token of the session a switch began
+    /// is the judge's (a call belongs to the session current when it started), and so is any
+    /// error, whose cause it asks.
     func checkDiscardedWaiters(_ waiters: [ObservedCall], ended: Set<UInt64>, fence: Fence, round: Int) {
         for call in waiters where !call.wasCancelled {
             switch call.answer {

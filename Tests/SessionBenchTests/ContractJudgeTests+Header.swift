@@ -1,0 +1,187 @@
+import SessionContract
+import SessionSync
+import Synchronization
+import Testing
+import TokenServer
+
+@testable import SessionBench
+
+/// Every sentence of ``ContractJudge``'s header, each on a history written by hand: a call
+/// belongs to the session current when it started, and what it got must be one of the outcomes
+/// that session's events allow — of that session, not merely of that account.
+extension ContractJudgeTests {
+    /// A call that started at `started` (real nanoseconds, taken before what happened during it)
+    /// and returns now, getting `answer`.
+    static func call(
+        _ history: History, _ answer: ObservedCall.Answer, started: Int64, request: CallRequest = .validToken,
+        caller: Int = 1, account: Int = 0, cancelled: Bool = false
+    ) -> ObservedCall {
+        ObservedCall(
+            caller: caller, account: account, kind: .read, request: request, phase: "test", startedAt: history.time.now,
+            startedNanos: started, endedNanos: TokenServer.realNanoseconds() + 1, answer: answer, wasCancelled: cancelled)
+    }
+
+    @Test("a call that started before another user's sign-in gets none of that user's tokens (I9)")
+    func laterSessionOtherUser() async throws {
+        var history = History()
+        _ = try await history.signIn(0)
+        let started = TokenServer.realNanoseconds()
+        let b = try await history.signIn(1)
+        let waiter = Self.call(history, history.token(b.accessToken), started: started)
+        #expect(history.judge([waiter]) == [.noCrossUserLeak], "the call was user A's: 'signed out' or A's token")
+        // Started after B's sign-in began: B's session is current for it.
+        let after = history.call(history.token(b.accessToken), caller: 2)
+        #expect(history.judge([after]).isEmpty)
+        #expect(history.judge([Self.call(history, .error(.signedOut), started: started)]).isEmpty)
+    }
+
+    @Test("a call that started signed out, or in the same user's earlier session, gets no token of a later session (I8)")
+    func laterSessionSameUser() async throws {
+        var history = History()
+        let first = try await history.signIn(0)
+        let started = TokenServer.realNanoseconds()
+        let again = try await history.signIn(0)
+        #expect(history.judge([Self.call(history, history.token(again.accessToken), started: started)]) == [.signOutFence])
+        // Its own session's token, while the fence was under way, is the driver's to judge (a waiter
+        // of a discarded refresh); the judge allows the session current at the start.
+        #expect(history.judge([Self.call(history, history.token(first.accessToken), started: started)]).isEmpty)
+
+        var quiet = History()
+        let before = TokenServer.realNanoseconds()
+        let grant = try await quiet.signIn(0)
+        #expect(quiet.judge([Self.call(quiet, quiet.token(grant.accessToken), started: before)]) == [.signOutFence])
+        #expect(quiet.judge([Self.call(quiet, .error(.signedOut), started: before)]).isEmpty)
+    }
+
+    @Test("an error's cause must be in the call's own session: a later session's refusal or failure excuses nothing")
+    func laterSessionErrors() async throws {
+        var history = History()
+        _ = try await history.signIn(0)
+        let started = TokenServer.realNanoseconds()
+        history.signOut()
+        let later = try await history.signIn(1)
+        history.server.revokeSessions(of: history.subjects[0][1])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(later.refreshToken) }
+        // Started while A's session was current; the sign-out during it makes 'signed out' fair,
+        // and B's refusal is not its session's.
+        #expect(history.judge([Self.call(history, .error(.signedOut), started: started)]).isEmpty)
+        #expect(history.judge([Self.call(history, .error(.refreshTokenRevoked), started: started)]) == [.sessionKept])
+        var fresh = History()
+        _ = try await fresh.signIn(0)
+        let waited = TokenServer.realNanoseconds()
+        let b = try await fresh.signIn(1)
+        fresh.server.injectRefreshFaults(.transientFailure)
+        await #expect(throws: TokenEndpointError.transient) { try await fresh.server.refresh(b.refreshToken) }
+        #expect(fresh.judge([Self.call(fresh, .error(.refreshFailed), started: waited)]) == [.served])
+    }
+
+    @Test("a token of another account is a leak across users (I9)")
+    func otherAccount() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        let started = TokenServer.realNanoseconds()
+        let other = Self.call(history, history.token(grant.accessToken), started: started, account: 1)
+        #expect(history.judge([other]).contains(.noCrossUserLeak))
+    }
+
+    @Test("a call that started after the sign-out returned gets nothing of the ended session (I8)")
+    func afterSignOut() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        history.signOut()
+        #expect(history.judge([history.call(history.token(grant.accessToken))]) == [.signOutFence])
+        #expect(history.judge([history.call(.error(.signedOut))]).isEmpty)
+    }
+
+    @Test("a token expired when returned is not fresh (I4)")
+    func expired() async throws {
+        var history = History(lifetime: .seconds(10))
+        let grant = try await history.signIn(0)
+        history.time.advance(by: .seconds(11))
+        #expect(history.judge([history.call(history.token(grant.accessToken))]) == [.fresh])
+    }
+
+    @Test("within a session, no call gets an older generation than one handed out before it started (I5)")
+    func monotonicWithinSession() async throws {
+        var history = History()
+        let first = try await history.signIn(0)
+        let early = history.call(history.token(first.accessToken), caller: 3)
+        let second = try await history.server.refresh(first.refreshToken)
+        let newer = history.call(history.token(second.accessToken))
+        let older = history.call(history.token(first.accessToken), caller: 2)
+        #expect(history.judge([early, newer, older]) == [.monotonic])
+        #expect(history.judge([early, newer]).isEmpty, "handed out in order")
+    }
+
+    @Test("a 401 brings a newer token than the one refused (I6)")
+    func rejectionBringsNewer() async throws {
+        var history = History()
+        let first = try await history.signIn(0)
+        let refused = history.call(
+            history.token(first.accessToken), request: .tokenRejected(generation: first.accessToken.generation))
+        #expect(history.judge([refused]) == [.staleRejectionDoesNotRefresh])
+        let second = try await history.server.refresh(first.refreshToken)
+        let newer = history.call(
+            history.token(second.accessToken), request: .tokenRejected(generation: first.accessToken.generation))
+        #expect(history.judge([newer]).isEmpty)
+    }
+
+    @Test("currentToken() gives no token while a refresh of it spans the whole call (I4)")
+    func syncReadDuringRefresh() async throws {
+        // Once the session is in, answers wait in a parking lot: the refresh is in flight, at the
+        // server, for the whole read.
+        let answers = ParkingLot()
+        let holding = Atomic(false)
+        var history = History(latency: .fixed(.milliseconds(1))) { _ in
+            if holding.load(ordering: .acquiring) { await answers.park() }
+        }
+        let grant = try await history.signIn(0)
+        holding.store(true, ordering: .releasing)
+        let server = history.server
+        let refresh = Task { await server.refreshResult(grant.refreshToken) }
+        while answers.parked == 0 { await Task.yield() }
+        let read = history.call(history.token(grant.accessToken), request: .currentToken)
+        #expect(history.judge([read]) == [.fresh])
+        #expect(history.judge([history.call(history.token(grant.accessToken))]).isEmpty, "validToken() may wait or answer")
+        answers.releaseAll(stayOpen: true)
+        _ = await refresh.value
+    }
+
+    @Test("'refresh failed' needs a failure while the call waited: an earlier one replayed is sticky (I10), none is I12")
+    func refreshFailedCauses() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        #expect(history.judge([history.call(.error(.refreshFailed))]) == [.served], "no failure at all")
+        let started = TokenServer.realNanoseconds()
+        history.server.injectRefreshFaults(.transientFailure)
+        await #expect(throws: TokenEndpointError.transient) { try await history.server.refresh(grant.refreshToken) }
+        let waited = Self.call(history, .error(.refreshFailed), started: started)
+        #expect(history.judge([waited]).isEmpty)
+        #expect(history.judge([waited, history.call(.error(.refreshFailed), caller: 2)]) == [.failureSharedNotSticky])
+    }
+
+    @Test("'signed out' needs no session, a sign-in or sign-out during the call, or the server's refusal by its end (I13)")
+    func signedOutCauses() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        #expect(history.judge([history.call(.error(.signedOut))]) == [.sessionKept])
+        // Refused while the call waited: a waiter of the refused refresh may be told 'signed out'.
+        let started = TokenServer.realNanoseconds()
+        history.server.revokeSessions(of: history.subjects[0][0])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(grant.refreshToken) }
+        #expect(history.judge([Self.call(history, .error(.signedOut), started: started)]).isEmpty)
+        #expect(history.judge([Self.call(history, .error(.refreshTokenRevoked), started: started)]).isEmpty)
+        #expect(history.judge([history.call(.error(.signedOut), caller: 2)]).isEmpty, "and after it")
+    }
+
+    @Test("'cancelled' only for a caller that was cancelled (I11); any other error from a token request is I12")
+    func otherErrors() async throws {
+        var history = History()
+        _ = try await history.signIn(0)
+        #expect(history.judge([history.call(.error(.cancelled))]) == [.cancellationIsolated])
+        let started = TokenServer.realNanoseconds()
+        #expect(history.judge([Self.call(history, .error(.refreshFailed), started: started, cancelled: true)]).isEmpty)
+        #expect(history.judge([history.call(.error(.signInFailed))]) == [.served])
+        #expect(history.judge([history.call(.error(.stepUpDenied))]) == [.served])
+    }
+}
