@@ -113,6 +113,9 @@ enum IsolatedRun {
                     store, scenario, .hung,
                     "the measuring process stopped answering and was killed after its time budget"
                         + (trap.map { "; it had printed: \($0)" } ?? ""))
+            } else if let signal = exit?.interruption {
+                // Not this process's stop (that reports nothing): a signal sent to the child alone.
+                result = failed(store, scenario, .error, ProcessEnd.interrupted("the measuring process", by: signal))
             } else if case .signaled(let signal)? = exit {
                 result = failed(
                     store, scenario, .crashed,
