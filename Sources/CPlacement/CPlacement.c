@@ -121,3 +121,22 @@ int session_bench_process_times(int pid, unsigned long long *ran, unsigned long 
     closedir(tasks);
     return threads > 0 ? 0 : -1;
 }
+
+int session_bench_thread_ids(int pid, int *ids, int capacity) {
+    char path[64];
+    if (pid == 0) {
+        snprintf(path, sizeof path, "/proc/self/task");
+    } else {
+        snprintf(path, sizeof path, "/proc/%d/task", pid);
+    }
+    DIR *tasks = opendir(path);
+    if (tasks == NULL) return -1;
+    int count = 0;
+    struct dirent *entry;
+    while (count < capacity && (entry = readdir(tasks)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        ids[count++] = atoi(entry->d_name);
+    }
+    closedir(tasks);
+    return count;
+}

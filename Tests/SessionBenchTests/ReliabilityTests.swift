@@ -254,6 +254,93 @@ struct ReliabilityTests {
         #expect(left.isEmpty, "no output and no temporary file: \(left)")
     }
 
+    @Test(
+        "Ctrl-C (SIGINT to the run's process group) as a store runs says interrupted, never crashed, and ends with SIGINT",
+        arguments: [false, true])
+    func interruptedIsNotCrashed(inProcess: Bool) async throws {
+        // Each stop comes as the second scenario starts, its session processes coming and going: the
+        // moment a measuring or session process that the terminal's signal reached too could end
+        // before the tool had taken in that it was being stopped, and read as a store's crash.
+        for attempt in 1...8 {
+            let context = (inProcess ? "in process" : "isolated") + ", stop \(attempt)"
+            let (pid, logs) = try ToolProcess.spawn(
+                ["compare", "--stores", "mutex", "--scenario", "steady-reads,crash-restart:json-file", "--duration", "50ms",
+                 "--rounds", "200"] + (inProcess ? ["--in-process"] : []),
+                ownGroup: true)
+            defer { try? FileManager.default.removeItem(at: logs) }
+            let stderr = logs.appendingPathComponent("stderr").path
+            func written() -> String { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
+            var status: Int32 = 0
+            var ended = false
+            // The first scenario's progress line: the second is under way.
+            let deadline = ContinuousClock.now + .seconds(120)
+            while !written().contains("[1/2]"), ContinuousClock.now < deadline {
+                if waitpid(pid, &status, WNOHANG) == pid {
+                    ended = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            guard !ended else {
+                Issue.record("\(context): the run ended before its first result: \(written())")
+                continue
+            }
+            kill(-pid, SIGINT)
+            while waitpid(pid, &status, WNOHANG) == 0 {
+                if ContinuousClock.now > deadline {
+                    kill(-pid, SIGKILL)
+                    Issue.record("\(context): still running after SIGINT")
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            let text = written()
+            #expect(status & 0x7f == SIGINT, "\(context): ends with the signal it was stopped by (status \(status)): \(text)")
+            #expect(text.contains("interrupted by SIGINT"), "\(context): \(text)")
+            #expect(!text.contains("crashed") && !text.contains("hung"), "\(context): \(text)")
+        }
+    }
+
+    @Test(
+        "a stop signal that reaches a measuring or session process before the tool is an interruption, never a crash",
+        arguments: [false, true])
+    func interruptedFirstIsNotCrashed(inProcess: Bool) async throws {
+        // The order a terminal's Ctrl-C can take: the process running the store ends of it before
+        // the tool has taken in that it is stopped. Forced here: that process is sent SIGINT alone,
+        // its result awaited, and only then the tool's process group.
+        let context = inProcess ? "in process" : "isolated"
+        let (pid, logs) = try ToolProcess.spawn(
+            ["compare", "--stores", "mutex,nslock", "--scenario", "steady-reads,crash-restart:json-file", "--duration", "50ms",
+             "--rounds", "200"] + (inProcess ? ["--in-process"] : []),
+            ownGroup: true)
+        defer { try? FileManager.default.removeItem(at: logs) }
+        let stderr = logs.appendingPathComponent("stderr").path
+        func written() -> String { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
+        var status: Int32 = 0
+        let deadline = ContinuousClock.now + .seconds(120)
+        func running() -> Bool { waitpid(pid, &status, WNOHANG) == 0 && ContinuousClock.now < deadline }
+        // The first store's first result: its crash-restart run is under way.
+        while !written().contains("[1/4]"), running() { try await Task.sleep(for: .milliseconds(1)) }
+        // SIGINT to the measuring process, or to each live session process (each lives a round)
+        // until one ends of it: the next result is that scenario's.
+        while !written().contains("[2/4]"), running() {
+            for child in ToolProcess.children(of: pid) where ToolProcess.isAlive(child) {
+                if inProcess ? ToolProcess.commandLine(of: child).hasSuffix(" session-process") : true { kill(child, SIGINT) }
+            }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        try #require(running(), "\(context): the run ended before it was stopped: \(written())")
+        kill(-pid, SIGINT)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now > deadline { kill(-pid, SIGKILL) }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let text = written()
+        #expect(!text.contains("crashed"), "\(context): \(text)")
+        #expect(text.contains("crash-restart:json-file: error"), "\(context): the scenario stopped from outside is an error: \(text)")
+        #expect(text.contains("interrupted by SIGINT"), "\(context): \(text)")
+        #expect(status & 0x7f == SIGINT, "\(context): ends with the signal it was stopped by (status \(status))")
+    }
+
     // MARK: thresholds files
 
     func checkFile(_ json: String, _ extra: [String] = []) async throws -> (ToolProcess.Run, String) {

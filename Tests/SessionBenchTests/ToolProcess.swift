@@ -28,9 +28,12 @@ enum ToolProcess {
 
     /// Starts the executable (or `launcher` followed by it, e.g. `prlimit --fsize=…`) with
     /// output to files in a new temporary directory (standard output to `stdout` instead, if
-    /// given: `/dev/full`); returns its pid and that directory.
+    /// given: `/dev/full`); returns its pid and that directory. With `ownGroup`, it leads a process
+    /// group of its own, as a shell starts a job: `kill(-pid, …)` then signals that group, as
+    /// Ctrl-C at a terminal does.
     static func spawn(
-        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil,
+        ownGroup: Bool = false
     ) throws -> (pid: pid_t, directory: URL) {
         let directory = try temporaryDirectory()
         var actions = posix_spawn_file_actions_t()
@@ -48,8 +51,15 @@ enum ToolProcess {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, words[0], &actions, nil, argv, envp)
+        let spawned = posix_spawnp(&pid, words[0], &actions, &attributes, argv, envp)
         guard spawned == 0 else { throw CocoaError(.fileReadUnknown, userInfo: ["reason": "posix_spawn: \(spawned)"]) }
         return (pid, directory)
     }
@@ -105,6 +115,12 @@ enum ToolProcess {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
             return fields.count > 2 && Int32(fields[1]) == parent
         }
+    }
+
+    /// The command line `pid` was started with, its words joined by spaces; empty once it is gone.
+    static func commandLine(of pid: pid_t) -> String {
+        let words = (FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()).split(separator: 0)
+        return words.map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
     }
 
     /// Whether `pid` is still a live process (a zombie counts as gone).

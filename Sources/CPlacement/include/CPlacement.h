@@ -29,6 +29,10 @@ int session_bench_thread_times(int pid, int tid, unsigned long long *ran, unsign
 int session_bench_process_times(int pid, unsigned long long *ran, unsigned long long *waited, int *runnable,
                                 int *disk);
 
+/// The kernel ids of the live threads of process `pid` (0: this process), written to `ids` (at
+/// most `capacity` of them). Returns how many, or -1 when the kernel cannot say.
+int session_bench_thread_ids(int pid, int *ids, int capacity);
+
 /// CPUs the kernel can name in one affinity mask.
 int session_bench_cpu_limit(void);
 

@@ -21,6 +21,23 @@ public enum ProcessEnd: Sendable, Hashable, CustomStringConvertible {
         case .signaled(let signal): "killed by signal \(signal)"
         }
     }
+
+    /// The signal that stopped the process, by name, when one that asks a process to stop (Ctrl-C,
+    /// `kill`, a closed terminal: SIGINT, SIGTERM, SIGHUP) ended it; `nil` for any other end. A
+    /// process ended so was interrupted by someone, never crashed by its store.
+    public var interruption: String? {
+        switch self {
+        case .signaled(SIGINT): "SIGINT"
+        case .signaled(SIGTERM): "SIGTERM"
+        case .signaled(SIGHUP): "SIGHUP"
+        default: nil
+        }
+    }
+
+    /// A run's failure when `process` ended by ``interruption``.
+    public static func interrupted(_ process: String, by signal: String) -> String {
+        "interrupted: \(process) was stopped by \(signal), sent to it from outside the tool (not a crash)"
+    }
 }
 
 /// The driver's side of one session process: lines to its standard input, lines from its

@@ -104,7 +104,9 @@ struct CrashRestartDriver: ContextDriver {
             life.disk = Self.read(backend, directory)
             outcome.persistence?.processes += 1
             if case .signaled = end { outcome.persistence?.crashes += 1 }
-            if !stop, let why = unexpected(end, life) {
+            if !stop, let signal = end.interruption {
+                outcome.failure = ProcessEnd.interrupted("session process \(index)", by: signal)
+            } else if !stop, let why = unexpected(end, life) {
                 outcome.verdict = .crashed
                 outcome.failure = why + (TrapMessage.find(in: link.errors).map { ": \($0)" } ?? "")
             }

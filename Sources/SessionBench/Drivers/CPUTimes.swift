@@ -45,7 +45,56 @@ public struct CPUTimes: Sendable, Equatable {
         return read > 0 ? total : nil
     }
 
-    /// Every live thread of process `pid`, summed; `nil` where the kernel cannot say.
+    /// One thread's counts, by its kernel id.
+    struct ThreadSample: Equatable {
+        var id: Int32
+        var times: CPUTimes
+    }
+
+    /// Each live thread of this process (`pid` 0) or of process `pid`, with its counts; `nil`
+    /// where the kernel cannot say.
+    static func threadSamples(of pid: Int32 = 0) -> [ThreadSample]? {
+        var ids = [Int32](repeating: 0, count: 4096)
+        let count = Int(session_bench_thread_ids(pid, &ids, Int32(ids.count)))
+        guard count > 0 else { return nil }
+        var samples: [ThreadSample] = []
+        samples.reserveCapacity(count)
+        for id in ids.prefix(count) {
+            var ran: UInt64 = 0
+            var waited: UInt64 = 0
+            var runnable: Int32 = 0
+            var disk: Int32 = 0
+            guard session_bench_thread_times(pid, id, &ran, &waited, &runnable, &disk) == 0 else { continue }
+            samples.append(
+                ThreadSample(
+                    id: id,
+                    times: CPUTimes(
+                        ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable), diskWaiting: Int(disk))))
+        }
+        return samples.isEmpty ? nil : samples
+    }
+
+    /// This process as `threads` show it when `sampler`, one of them, reads their counts: the
+    /// times summed, and how many threads are runnable or on the disk, `sampler` left out of
+    /// those. The thread that reads the counts is running as it reads them: counted, it would be
+    /// a thread wanting a CPU in every sample, and a store asleep on an idle machine would look
+    /// starved of one. Its times stay in the sums, so that two samples read by different threads
+    /// (an `await` between them) still subtract to what every thread ran and waited in between;
+    /// a wait for a CPU is a wait, whichever thread it was.
+    static func summed(_ threads: [ThreadSample], sampler: Int32) -> CPUTimes {
+        var total = CPUTimes()
+        for thread in threads {
+            total.ranNanoseconds &+= thread.times.ranNanoseconds
+            total.waitedNanoseconds &+= thread.times.waitedNanoseconds
+            guard thread.id != sampler else { continue }
+            total.runnable += thread.times.runnable
+            total.diskWaiting += thread.times.diskWaiting
+        }
+        return total
+    }
+
+    /// Every live thread of process `pid`, summed; `nil` where the kernel cannot say. For another
+    /// process: this one's own counts are ``summed(_:sampler:)``, which leaves out the reader.
     public static func process(_ pid: Int32) -> CPUTimes? {
         var ran: UInt64 = 0
         var waited: UInt64 = 0
@@ -99,27 +148,41 @@ public struct CPUTimes: Sendable, Equatable {
 /// A wait for callers that a busy machine may slow: past its deadline, while the kernel shows
 /// this process crowded out of the CPUs or the disk over the last window
 /// (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``), it waits another hang timeout, four
-/// at most, before the caller may call the store hung.
+/// at most, before the caller may call the store hung. The thread that reads the kernel's counts
+/// is never evidence of a busy machine (``CPUTimes/summed(_:sampler:)``): a store asleep in a
+/// hang on an idle machine is called hung at the first deadline.
 struct PatientWait {
     static let extensions = 4
 
     /// Where a window of the kernel's counts starts: when, and this process's times then.
     typealias Window = (start: ContinuousClock.Instant, times: CPUTimes?)
 
+    /// This process's threads with their counts, as the kernel lists them.
+    typealias Threads = () -> [CPUTimes.ThreadSample]?
+
     /// This process's window from now.
-    static func window() -> Window { (ContinuousClock.now, CPUTimes.process(getpid())) }
+    static func window(_ threads: Threads = { CPUTimes.threadSamples() }) -> Window {
+        (ContinuousClock.now, sample(threads))
+    }
+
+    /// This process's counts as the calling thread reads them, its own state left out.
+    static func sample(_ threads: Threads) -> CPUTimes? {
+        threads().map { CPUTimes.summed($0, sampler: CPUTimes.currentThread()) }
+    }
 
     /// `wait(deadline)` until it gives a value; `extended(newDeadline)` hears each extension
     /// (to tell a watchdog). The first window starts at `since` — when the deadline was set, for
     /// waits that share one: a wait begun just before it would judge the machine on a moment.
+    /// `threads` lists this process's threads (the kernel's, unless a test gives figures).
     static func wait<T>(
         until deadline: ContinuousClock.Instant, hangTimeout: Duration, since: Window? = nil,
-        extended: (ContinuousClock.Instant) -> Void = { _ in }, _ wait: (ContinuousClock.Instant) async -> T?
+        threads: Threads = { CPUTimes.threadSamples() }, extended: (ContinuousClock.Instant) -> Void = { _ in },
+        _ wait: (ContinuousClock.Instant) async -> T?
     ) async -> T? {
-        var window = since ?? Self.window()
+        var window = since ?? Self.window(threads)
         var result = await wait(deadline)
         var count = 0
-        while result == nil, count < extensions, let before = window.times, let now = CPUTimes.process(getpid()),
+        while result == nil, count < extensions, let before = window.times, let now = sample(threads),
             CPUTimes.crowdedOut(
                 process: (before, now), waiter: nil, seconds: (ContinuousClock.now - window.start).secondsValue,
                 cpus: CPUPlacement.allowed.count)

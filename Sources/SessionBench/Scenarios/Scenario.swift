@@ -142,6 +142,13 @@ public struct Scenario: Sendable, Hashable, Codable {
     /// Whether the scenario runs in synchronized rounds (a storm per round).
     public var isRoundBased: Bool { kind != .steadyReads }
 
+    /// The most real time ``pace`` adds to a run: each round after the first starts a pace after
+    /// the one before it did, so the run lasts at most that much longer than unpaced.
+    public var pacingSeconds: Double {
+        guard let pace, isRoundBased else { return 0 }
+        return Double(max(0, rounds - 1)) * pace.secondsValue
+    }
+
     /// Every parameter that shapes what the scenario measures, as text under the name the
     /// command line gives it (`tasks`, `duration`, `rounds`, `seed`, `rate`…): runs whose
     /// setups differ are not repeats of one another and are never compared.

@@ -119,7 +119,9 @@ struct SharedStorageDriver: ContextDriver {
         }
         for (index, link) in links.enumerated() where !dead.contains(index) {
             let end = await link.wait()
-            if completed, case .signaled(let signal) = end {
+            if completed, let signal = end.interruption {
+                outcome.failure = ProcessEnd.interrupted("session process \(index)", by: signal)
+            } else if completed, case .signaled(let signal) = end {
                 outcome.verdict = .crashed
                 outcome.failure =
                     "the store crashed session process \(index): signal \(signal)"

@@ -5,6 +5,12 @@ import Synchronization
 /// A child process started with `posix_spawn`: its standard input, output and error are
 /// pipes, and it is reaped with `waitpid` by this type alone. It gets a `Lifeline` on
 /// descriptor 3 and is killed if this process is stopped by a signal (`ProcessGuard`).
+///
+/// It leads a process group of its own: a terminal's Ctrl-C (SIGINT to the foreground group)
+/// reaches this process alone, which kills its children itself once it knows it is stopped. A
+/// child that the terminal's signal reached too could die first, and its death be read as its
+/// store's crash. Its end, seen while this process is being stopped, is not reported at all
+/// (``ProcessGuard/waitIfStopping()``).
 final class Child: Sendable {
     let pid: pid_t
     private let input: Int32
@@ -59,7 +65,8 @@ final class Child: Sendable {
         sigemptyset(&defaults)
         for number in ProcessGuard.terminating + [SIGPIPE, SIGXFSZ] { sigaddset(&defaults, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         var environment = environment
         environment[Lifeline.environmentKey] = String(Lifeline.descriptor)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -68,6 +75,8 @@ final class Child: Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // A stopped process starts nothing: its handler may already have killed the children it knew.
+        ProcessGuard.waitIfStopping()
         var pid: pid_t = 0
         let status = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         close(toChild[0])
@@ -178,6 +187,8 @@ final class Child: Sendable {
         ProcessGuard.release(child: pid)
         closeInput()
         close(lifeline)
+        // Ended by this process's stop, not by its store: nothing of it is reported.
+        ProcessGuard.waitIfStopping()
     }
 
     private static func decode(_ status: Int32) -> ProcessEnd {

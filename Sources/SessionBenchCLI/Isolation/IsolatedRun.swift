@@ -113,6 +113,9 @@ enum IsolatedRun {
                     store, scenario, .hung,
                     "the measuring process stopped answering and was killed after its time budget"
                         + (trap.map { "; it had printed: \($0)" } ?? ""))
+            } else if let signal = exit?.interruption {
+                // Not this process's stop (that reports nothing): a signal sent to the child alone.
+                result = failed(store, scenario, .error, ProcessEnd.interrupted("the measuring process", by: signal))
             } else if case .signaled(let signal)? = exit {
                 result = failed(
                     store, scenario, .crashed,
@@ -140,7 +143,8 @@ enum IsolatedRun {
     }
 
     /// A generous upper bound on how long the child may take: a crowd of 100,000 callers
-    /// takes seconds to start and settle each round, so the bound grows with the crowd.
+    /// takes seconds to start and settle each round, so the bound grows with the crowd, and a
+    /// paced scenario's rounds wait for the pace (``Scenario/pacingSeconds``).
     static func budget(for scenarios: [Scenario], hangTimeout: Duration) -> Duration {
         let hangTimeout = hangTimeout.secondsValue
         var seconds = 10.0
@@ -155,7 +159,7 @@ enum IsolatedRun {
                     scenario.isRoundBased
                     ? Double(scenario.rounds) * (0.5 + crowd) : scenario.duration.secondsValue + 2 * crowd
             }
-            seconds += hangTimeout * 3
+            seconds += hangTimeout * 3 + scenario.pacingSeconds
             if !scenario.isRoundBased, scenario.arrivalRate == nil {
                 // The synchronous phase of stores that have one: its loop as long again, the
                 // plain-load floor, and a hang timeout of its own.

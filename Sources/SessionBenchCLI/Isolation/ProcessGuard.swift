@@ -8,6 +8,11 @@ import Synchronization
 /// before the process ends with that signal. Should the process die some other way (a
 /// SIGKILL, a crash), each child notices on its own: it holds the read end of a pipe whose
 /// only writer is this process, and ends when that pipe closes (see `Lifeline`).
+///
+/// A stopped run is interrupted, never judged: each child leads a process group of its own
+/// (`Child`), so Ctrl-C at a terminal reaches this process alone and no child can die of it
+/// before this process knows it is being stopped; and once it knows, a child's end is not
+/// reported (``waitIfStopping()``) and the process ends with the signal, not an exit status.
 enum ProcessGuard {
     private static let state = Mutex<(children: Set<pid_t>, temporaries: Set<String>)>(([], []))
     private static let sources = Mutex<[DispatchSourceSignal]>([])
@@ -21,6 +26,21 @@ enum ProcessGuard {
     /// The signals that end a run early, and whose default the children get back.
     static let terminating: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
+    /// The terminating signal stopping this process, set before any child is killed; 0 until then.
+    private static let stopping = Atomic<Int32>(0)
+
+    /// Whether a terminating signal is stopping this process.
+    static var isStopping: Bool { stopping.load(ordering: .acquiring) != 0 }
+
+    /// Returns at once, unless a terminating signal is stopping this process: then it waits for the
+    /// end the signal brings. A child that ends then was killed by the stop (or ended with it), so
+    /// its end says nothing of its store; and a run that finishes then ends as stopped, with the
+    /// signal, not with an exit status that would say how its stores did.
+    static func waitIfStopping() {
+        guard isStopping else { return }
+        while true { sleep(60) }
+    }
+
     static func install() {
         // A closed pipe or a file-size limit becomes a write error the tool reports, not a
         // silent death by signal.
@@ -28,6 +48,7 @@ enum ProcessGuard {
         signal(SIGXFSZ, SIG_IGN)
         sources.withLock { sources in
             guard sources.isEmpty else { return }
+            atexit { ProcessGuard.waitIfStopping() }
             for number in terminating {
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global(qos: .userInteractive))
@@ -44,8 +65,18 @@ enum ProcessGuard {
         }
     }
 
-    /// Kills the children, removes the temporary files and ends the process with `number`.
+    /// Says the run is interrupted, kills the children, removes the temporary files and ends the
+    /// process with `number`.
     static func terminate(_ number: Int32) -> Never {
+        // Before any child is killed: whoever sees one end then knows why.
+        if stopping.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged,
+            ProcessInfo.processInfo.environment[Lifeline.environmentKey] == nil
+        {
+            let name = ProcessEnd.signaled(number).interruption ?? "signal \(number)"
+            let line = "session-bench: interrupted by \(name): stopping the measuring processes and removing temporary files\n"
+            // Standard error may be closed or full: the stop goes on regardless.
+            _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+        }
         let (children, temporaries) = state.withLock { ($0.children, $0.temporaries) }
         for pid in children { kill(pid, SIGKILL) }
         // Temporary files, and the storage folders of measuring children (`--scenario
