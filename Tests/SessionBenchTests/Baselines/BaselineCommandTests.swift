@@ -138,7 +138,7 @@ struct BaselineCommandTests {
         // With .session-bench there already, only what the save made goes.
         let parent = directory.appendingPathComponent(".session-bench")
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: false)
-        let full = try await ToolProcess.run(saving, launcher: inFolder, stdout: "/dev/full")
+        let full = try await ToolProcess.run(saving, launcher: inFolder, stdout: .path("/dev/full"))
         #expect(full.status == 2, "\(full.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty, "baselines/ was left behind")
     }

@@ -167,6 +167,16 @@ struct ServeHostileTests {
         #expect(serve.stdout.split(separator: "\n").count == 1, "only the listening line: \(serve.stdout)")
     }
 
+    @Test("standard output that cannot take the port line: one line on standard error, exit 2, never a signal",
+        arguments: [ToolProcess.StandardOutput.path("/dev/full"), .closed, .pipeWithoutReader])
+    func unwritableStandardOutput(stdout: ToolProcess.StandardOutput) async throws {
+        let serve = try ToolRun(["serve", "--port", "0"], stdout: stdout)
+        let status = await serve.exitStatus(waitingUpTo: 60)
+        #expect(status == 2, "serve \(stdout): status \(status.map(String.init) ?? "still running after 60 s"): \(serve.stderr)")
+        let lines = serve.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("cannot write to standard output"), "serve \(stdout): \(serve.stderr)")
+    }
+
     @Test("1,000 connections under an open-file limit of 128: no signal, every connection answered or refused, and it keeps serving")
     func soakUnderADescriptorLimit() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
