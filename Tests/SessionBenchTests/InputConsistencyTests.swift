@@ -78,6 +78,30 @@ struct InputConsistencyTests {
         }
     }
 
+    @Test("every input file is a regular file: a FIFO with or without a writer, a device or a directory is refused in one line, never waited on")
+    func inputFilesAreRegularFiles() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let unwritten = folder.appendingPathComponent("unwritten.json").path
+        let silent = folder.appendingPathComponent("silent.json").path
+        #expect(mkfifo(unwritten, 0o600) == 0 && mkfifo(silent, 0o600) == 0)
+        // This process holds `silent` open for writing and never writes: a reader that waits
+        // for its end waits for ever.
+        let writer = open(silent, O_RDWR | O_NONBLOCK)
+        #expect(writer >= 0)
+        defer { close(writer) }
+        let directory = folder.appendingPathComponent("folder.json").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        for path in [unwritten, silent, "/dev/zero", directory] {
+            for arguments in [
+                ["compare", "--expect", path] + Self.quick, ["stress", "--expect", path, "--iterations", "1"] + Self.quick,
+                ["check", "--thresholds", path, "--dry-run"], ["compare", "--baseline", path] + Self.quick,
+            ] {
+                try await expectRefused(arguments, mentioning: "not a regular file", notMentioning: "JSON")
+            }
+        }
+    }
+
     @Test("a baseline that is not a results file says what it is instead")
     func baselineErrors() async throws {
         let folder = try ToolProcess.temporaryDirectory()

@@ -112,7 +112,7 @@ struct BaselineCommandTests {
             (["--baseline", file.path, "--repeats", "2"], "cannot reach p ≤ 0.01"),
             (["--baseline", "no-such-baseline"], "no such baseline in .session-bench/baselines"),
             (["--baseline", garbage.path], "not a session-bench results file"),
-            (["--baseline", "bad/../name"], "cannot read the file"),
+            (["--baseline", "bad/../name"], "cannot be read"),
             (["--alpha", "0.05"], "apply to --baseline"),
             (["--baseline", file.path, "--noise-threshold", "ten"], "give a percentage"),
         ]
