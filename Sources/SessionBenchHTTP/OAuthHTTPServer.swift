@@ -115,8 +115,8 @@ public final class OAuthHTTPServer: Sendable {
         let failure = Mutex<String?>(nil)
         let application = Application(
             router: makeRouter(),
-            server: .http1(
-                configuration: .init(
+            server: WatchedHTTP1Channel.builder(
+                .init(
                     additionalChannelHandlers: [HangUpWatch()],
                     idleTimeout: .nanoseconds(limits.idleTimeout.nanosecondsClamped),
                     httpDecoderConfiguration: .init(

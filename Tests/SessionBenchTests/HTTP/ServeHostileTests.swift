@@ -75,6 +75,42 @@ struct ServeHostileTests {
         #expect(await serve.exitStatus(waitingUpTo: 30) == 0, "\(serve.stderr)")
     }
 
+    @Test("a request names one host: two Host fields, or a target URL of another host, get 400 and reach no route")
+    func oneHostPerRequest() async throws {
+        let (serve, port) = try await serve()
+        let own = "127.0.0.1:\(port)"
+        let stop = "X-Session-Bench-Admin: stop\r\n"
+        for head in [
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\nHost: attacker.example\r\n",
+            "GET /admin/verdicts HTTP/1.1\r\nHost: attacker.example\r\nHost: \(own)\r\n",
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\nHost: \(own)\r\n",
+            "GET http://attacker.example/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n",
+            "GET http://attacker.example:\(port)/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n",
+            "POST /admin/shutdown HTTP/1.1\r\nHost: \(own)\r\nHost: attacker.example\r\n" + stop,
+            "POST http://attacker.example/admin/shutdown HTTP/1.1\r\nHost: \(own)\r\n" + stop,
+        ] {
+            let answer = await raw(port, head)
+            let line = head.prefix { $0 != "\r" }
+            #expect(answer?.status == 400, "\(line): \(answer?.head ?? "no answer")")
+            #expect(answer?.body.contains("attacker") == false, "\(line): \(answer?.body ?? "")")
+        }
+        // An absolute-form target of this server, with its Host, is served.
+        let absolute = await raw(port, "GET http://\(own)/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n")
+        #expect(absolute?.status == 200, "\(absolute?.head ?? "no answer")")
+        // A refused request pipelined behind a good one: the good one is answered first, then the refusal.
+        let socket = try #require(RawSocket(port: port))
+        socket.transmit(
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n\r\n"
+                + "GET http://attacker.example/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n\r\n")
+        let both = await socket.receive(timeout: 20)
+        let statuses = both.text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "400"] && both.closed, "\(both.text.prefix(400))")
+        // None of them stopped it.
+        #expect(await Exchange.send(port: port, "GET", "/admin/verdicts")?.status == 200, "serve stopped")
+        kill(serve.pid, SIGTERM)
+        #expect(await serve.exitStatus(waitingUpTo: 30) == 0, "\(serve.stderr)")
+    }
+
     @Test("tokens are unguessable: two fresh serves issue different tokens; --seed makes them reproducible, and says so")
     func tokensFromACSPRNG() async throws {
         func firstGrant(_ arguments: [String]) async throws -> (access: String, refresh: String, stderr: String) {
