@@ -241,5 +241,29 @@ struct ServeHostileTests {
         #expect(status == 0, "status \(status.map(String.init) ?? "still running"): \(serve.stderr)")
         #expect(serve.stdout.contains("verdict: PASS"))
     }
+
+    @Test("500 slow connections under an open-file limit of 128: a client with a whole request is answered while they are held")
+    func slowConnectionsDoNotStall() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
+        raiseOpenFileLimit()
+        try #require(openFileLimit() >= 700, "this test needs 700 open files; the limit is \(openFileLimit())")
+        // Idle connections are not closed for an hour: only making room can let the client in.
+        let (serve, port) = try await serve(["--idle-timeout", "3600"], launcher: ["/usr/bin/prlimit", "--nofile=128"])
+        var slow: [RawSocket] = []
+        for index in 0..<500 {
+            guard let socket = RawSocket(port: port) else { continue }
+            // Half send the start of a request and never finish it, half send nothing.
+            if index.isMultiple(of: 2) { socket.transmit("GET /admin/verdicts HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n") }
+            slow.append(socket)
+        }
+        #expect(slow.count == 500, "\(slow.count) of 500 slow connections made")
+        // Queued behind all of them. The limit bounds a hang, not a speed.
+        let answer = await Exchange.send(port: port, "GET", "/admin/verdicts", timeout: 120)
+        #expect(answer?.status == 200, "no answer while 500 slow connections were held: \(answer?.head ?? "none")")
+        kill(serve.pid, SIGTERM)
+        let status = await serve.exitStatus(waitingUpTo: 30)
+        #expect(status == 0, "status \(status.map(String.init) ?? "still running"): \(serve.stderr)")
+        slow.removeAll()
+    }
 }
 #endif
