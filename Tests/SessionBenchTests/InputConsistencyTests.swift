@@ -31,6 +31,45 @@ struct InputConsistencyTests {
             mentioning: "--values")
     }
 
+    // Each with a way to end at once should the value be taken: --dry-run, or for explore (which
+    // has none) an unknown --strategy, refused after the numbers are read.
+    @Test("one number grammar for every option: no exponent in a duration, a decimal or a sweep's values", arguments: [
+        (["compare", "--duration", "1e3ms", "--dry-run"], "--duration"), (["compare", "--duration", "2.5e1ms", "--dry-run"], "--duration"),
+        (["compare", "--rate", "1E2", "--dry-run"], "--rate"), (["compare", "--hang-timeout", "1e1", "--dry-run"], "--hang-timeout"),
+        (["compare", "--pace", "1e2ms", "--dry-run"], "--pace"), (["stress", "--for", "1e1s", "--dry-run"], "--for"),
+        (["explore", "--for", "1e1s", "--strategy", "dfs"], "--for"),
+        (["sweep", "--parameter", "refresh-latency", "--values", "1e3", "--dry-run"], "--values"),
+        (["sweep", "--parameter", "token-lifetime", "--values", "2.5e1", "--dry-run"], "--values"),
+        (["sweep", "--parameter", "token-lifetime", "--values", "1E2", "--dry-run"], "--values"),
+        (["sweep", "--parameter", "rate", "--values", "1e3", "--dry-run"], "--values"),
+    ])
+    func noExponents(arguments: [String], option: String) async throws {
+        try await expectRefused(arguments, mentioning: option)
+    }
+
+    #if HTTP
+        @Test("serve reads its numbers by the same grammar: no exponent", arguments: [
+            ["--token-lifetime", "1e1s"], ["--transient-rate", "1e-1"], ["--idle-timeout", "1e1"], ["--latency", "20ms~5e-1"],
+            ["--timeout-after", "5e1ms"],
+        ])
+        func serveNoExponents(arguments: [String]) async throws {
+            // A --host serve refuses after reading the options: a value taken would end there, saying so.
+            try await expectRefused(["serve"] + arguments + ["--host", "0.0.0.0"], mentioning: arguments[0])
+        }
+    #endif
+
+    @Test("a list is as strict as one value: no empty item, no value twice", arguments: [
+        (["sweep", "--parameter", "tasks", "--values", "1,,2"], "empty item"), (["sweep", "--parameter", "tasks", "--values", "1,"], "empty item"),
+        (["sweep", "--parameter", "tasks", "--values", ",1"], "empty item"), (["sweep", "--parameter", "tasks", "--values", ""], "empty item"),
+        (["sweep", "--parameter", "tasks", "--values", "1,1"], "given before"), (["sweep", "--parameter", "rate", "--values", "2,2.0"], "given before"),
+        (["sweep", "--parameter", "allocator", "--values", "system,system"], "given before"),
+        (["sweep", "--parameter", "allocator", "--values", "system,"], "empty item"),
+        (["compare", "--cpus", "0,0"], "given before"), (["compare", "--cpus", "0-1,1"], "CPU 1"), (["compare", "--cpus", "0,,0"], "empty item"),
+    ])
+    func listsRefuseEmptyItemsAndRepeats(arguments: [String], mention: String) async throws {
+        try await expectRefused(arguments + ["--dry-run"], mentioning: mention)
+    }
+
     @Test("a thresholds file's whole numbers are written as whole numbers", arguments: [
         (#""version": 1.0"#, "version"), (#""version": 1e0"#, "version"), (#""version": 1, "run": { "rounds": 100.0 }"#, "run.rounds"),
         (#""version": 1, "run": { "tasks": 4.0 }"#, "run.tasks"), (#""version": 1, "run": { "rounds": 1e2 }"#, "run.rounds"),

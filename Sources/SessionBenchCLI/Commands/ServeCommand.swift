@@ -252,7 +252,7 @@ enum LatencyText {
             return DurationText.duration(seconds: seconds)
         }
         if let tilde = text.firstIndex(of: "~") {
-            guard let sigma = Double(text[text.index(after: tilde)...]), (0...3).contains(sigma) else {
+            guard let sigma = NumberText.decimal(String(text[text.index(after: tilde)...])), (0...3).contains(sigma) else {
                 throw Invalid(description: "the log-normal sigma must be a number between 0 and 3; \(help)")
             }
             return .logNormal(median: try duration(text[..<tilde]), sigma: sigma)
