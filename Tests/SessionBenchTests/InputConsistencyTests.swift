@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import SessionBench
 import Testing
@@ -139,6 +140,83 @@ struct InputConsistencyTests {
                 try await expectRefused(arguments, mentioning: "not a regular file", notMentioning: "JSON")
             }
         }
+    }
+
+    @Test("stress's reproduce line carries every option that changes the run, --expect too, and runs as printed")
+    func stressReproduceCarriesEveryOption() async throws {
+        let folder = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A space in the path: the line must quote it to be run as printed.
+        let expectations = folder.appendingPathComponent("known issues.json")
+        try Data(#"{"version": 1, "expect": [{"store": "actor-naive", "invariant": "I1", "reason": "re-entrant"}]}"#.utf8)
+            .write(to: expectations)
+        // Each option that changes what runs or how it is judged, with a value that is not its default.
+        var carried: [(option: String, words: [String])] = [
+            ("--expect", ["--expect", expectations.path]), ("--hang-timeout", ["--hang-timeout", "7.5"]),
+            ("--pace", ["--pace", "1ms"]), ("--duration", ["--duration", "250ms"]), ("--rate", ["--rate", "500"]),
+            ("--replicas", ["--replicas", "3"]), ("--sync-threads", ["--sync-threads", "3"]), ("--cpus", ["--cpus", "0"]),
+            ("--allocator", ["--allocator", "system"]), ("--allocation-counter", ["--allocation-counter", "interposer"]),
+            ("--include-broken", ["--include-broken"]), ("--in-process", ["--in-process"]),
+        ]
+        #if HTTP
+            carried.append(("--transport", ["--transport", "http"]))
+        #endif
+        // What the failing run's line sets itself, stress's own loop, and where results go.
+        let notCarried: Set<String> = [
+            "--stores", "--scenario", "--seed", "--tasks", "--rounds", "--iterations", "--for", "--format", "--output",
+            "--append-output", "--quiet", "--dry-run", "--help", "--version",
+        ]
+        // Every option stress takes is one or the other: a new option needs a decision here.
+        let help = try #require(try JSONSerialization.jsonObject(with: Data(Stress._dumpHelp().utf8)) as? [String: Any])
+        let command = try #require(help["command"] as? [String: Any])
+        let options = ((command["arguments"] as? [[String: Any]]) ?? []).flatMap { argument in
+            ((argument["names"] as? [[String: Any]]) ?? []).filter { $0["kind"] as? String == "long" }
+                .compactMap { ($0["name"] as? String).map { "--" + $0 } }
+        }
+        let undecided = Set(options).subtracting(carried.map(\.option)).subtracting(notCarried)
+        #expect(!options.isEmpty && undecided.isEmpty, "stress options neither carried nor left out: \(undecided.sorted())")
+
+        let run = try await ToolProcess.run(
+            ["stress", "--stores", "actor-naive", "--scenario", "expiry-storm", "--tasks", "8", "--rounds", "3",
+             "--iterations", "1", "--seed", "5", "--quiet"] + carried.flatMap(\.words), timeout: 180)
+        #expect(run.status == 1, "actor-naive breaks more than the file names: \(run.stderr)")
+        let line = try #require(
+            run.stderr.split(separator: "\n").first { $0.contains("reproduce with:") }, "\(run.stderr)")
+        let printed = String(line[line.range(of: "reproduce with: ")!.upperBound...])
+        for (option, words) in carried {
+            #expect(printed.contains(option), "\(option) left out: \(printed)")
+            if let value = words.dropFirst().first, value != expectations.path {
+                #expect(printed.contains("\(option) \(value)"), "\(option) \(value): \(printed)")
+            }
+        }
+        #expect(printed.contains("--expect '\(expectations.path)'"), "the path is quoted: \(printed)")
+        // As a shell reads it: the printed command runs the same store × scenario and fails the same way.
+        let words = try #require(Self.shellWords(printed))
+        let again = try await ToolProcess.run(Array(words.dropFirst()) + ["--quiet"], timeout: 180)
+        #expect(again.status == 1, "\(printed): \(again.stderr)")
+        #expect(again.stdout.contains("actor-naive") && again.stdout.contains("known"), "\(again.stdout)")
+    }
+
+    /// `line` split as a shell splits words: spaces apart, single quotes kept together.
+    static func shellWords(_ line: String) -> [String]? {
+        var words: [String] = [], word = "", quoted = false, started = false
+        for character in line {
+            if quoted {
+                if character == "'" { quoted = false } else { word.append(character) }
+            } else if character == "'" {
+                quoted = true
+                started = true
+            } else if character == " " {
+                if started { words.append(word) }
+                word = ""
+                started = false
+            } else {
+                word.append(character)
+                started = true
+            }
+        }
+        if started { words.append(word) }
+        return quoted ? nil : words
     }
 
     @Test("a baseline that is not a results file says what it is instead")
