@@ -176,8 +176,9 @@ final class ProgressLines: Sendable {
 }
 
 enum Log {
-    /// A line on standard error: progress and notes, never results.
+    /// A line on standard error: progress and notes, never results. Standard error that cannot
+    /// be written (closed, a full disk) loses the line: there is nowhere else to say so.
     static func progress(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        _ = OutputWriter.writeAll(STDERR_FILENO, line + "\n")
     }
 }

@@ -113,20 +113,21 @@ public final class OAuthHTTPServer: Sendable {
         try? await Task.sleep(for: .milliseconds(1))
         let (ports, portSink) = AsyncStream<Int>.makeStream()
         let failure = Mutex<String?>(nil)
+        // Short of descriptors, connections wait in the kernel's queue rather than take the last
+        // ones the process needs for itself, and one that waits for a request makes room.
+        let pressure = ConnectionPressure(limit: Self.connectionLimit())
         let application = Application(
             router: makeRouter(),
-            server: .http1(
-                configuration: .init(
+            server: WatchedHTTP1Channel.builder(
+                .init(
                     additionalChannelHandlers: [HangUpWatch()],
                     idleTimeout: .nanoseconds(limits.idleTimeout.nanosecondsClamped),
                     httpDecoderConfiguration: .init(
-                        maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))),
+                        maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100)),
+                pressure: pressure),
             configuration: .init(
                 address: .hostname(host == "localhost" ? "127.0.0.1" : host, port: port), serverName: "session-bench",
-                backlog: limits.backlog,
-                // Short of descriptors, connections wait in the kernel's queue rather than take
-                // the last ones the process needs for itself.
-                availableConnectionsDelegate: .maximum(Self.connectionLimit(), logger: Self.silent)),
+                backlog: limits.backlog, availableConnectionsDelegate: pressure.delegate),
             onServerRunning: { channel in
                 portSink.yield(channel.localAddress?.port ?? 0)
                 portSink.finish()

@@ -112,10 +112,14 @@ struct TokenRoutes: Sendable {
             }
             return answer(await server.refreshResult(RefreshToken(token)), server: server, harness: harness)
         case "password":
+            // Both required (RFC 6749 §4.3.2); one sent empty counts as left out (§3.1).
             guard let username = form["username"], !username.isEmpty else {
                 return Self.error(.badRequest, "invalid_request", "username is missing")
             }
-            let credentials = Credentials(subject: Subject(username), secret: form["password"] ?? "")
+            guard let password = form["password"], !password.isEmpty else {
+                return Self.error(.badRequest, "invalid_request", "password is missing")
+            }
+            let credentials = Credentials(subject: Subject(username), secret: password)
             return answer(await server.signInResult(credentials), server: server, harness: harness)
         case "client_credentials":
             // A machine client: each grant starts a session of its own, with a refresh token.

@@ -169,7 +169,7 @@ struct CommandLineTests {
             (["--output", "/nonexistent-dir/f.csv"], "does not exist"),
             (["--output", "/proc/f.csv"], "cannot create files"),
             (["--cpus", "4096"], "--cpus"),
-            (["--cpus", "0-"], "give CPU numbers"),
+            (["--cpus", "0-"], "is not a CPU number or range"),
             (["--cpus", "\(ProcessInfo.processInfo.activeProcessorCount + 7)"], "is not one this process may use"),
         ])
     func badInput(_ arguments: [String], _ mention: String) async throws {

@@ -2,6 +2,7 @@ import Foundation
 import SessionBench
 import SessionContract
 import SessionStorage
+import SessionStoragePostgres
 import Testing
 
 @testable import SessionBenchCLI
@@ -57,6 +58,19 @@ struct LeanBuildTests {
     #endif
 
     #if !PostgreSQL
+        @Test("list prints every backend's name whole, those left out too: each is a name a scenario takes")
+        func listNamesLeftOutBackendsWhole() async throws {
+            let run = try await ToolProcess.run(["list"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n").map(String.init)
+            let backends = lines.drop { !$0.hasPrefix("storage backends") }.dropFirst()
+            let names = backends.compactMap { $0.split(separator: " ").first.map(String.init) }
+            let leftOut = PostgresBackendNames.leftOut.map(\.name)
+            let known = Set(StorageBackendCatalog.all.map(\.name) + StorageBackendCatalog.leftOut.map(\.name) + leftOut)
+            #expect(!names.isEmpty && names.allSatisfy(known.contains), "names list printed: \(names)")
+            #expect(leftOut.allSatisfy(names.contains), "names list printed: \(names)")
+        }
+
         @Test("without the PostgreSQL trait, replicas say which trait brings their backends")
         func replicasLeftOut() async throws {
             let run = try await ToolProcess.run(["compare", "--stores", "mutex", "--scenario", "replicas"])

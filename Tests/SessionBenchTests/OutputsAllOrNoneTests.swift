@@ -74,11 +74,11 @@ struct OutputsAllOrNoneTests {
         }
         var arguments = command + outputs.flatMap { $0.arguments(in: folder) }
         var launcher: [String] = []
-        var standardOutput: String?
+        var standardOutput = ToolProcess.StandardOutput.file
         switch failure {
         case .device: arguments += ["--output", "/dev/full"]
         case .appendToDevice: arguments += ["--append-output", "/dev/full"]
-        case .standardOutput: standardOutput = "/dev/full"
+        case .standardOutput: standardOutput = .path("/dev/full")
         case .fileSize:
             guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
             launcher = ["/usr/bin/prlimit", "--fsize=2048"]
@@ -109,7 +109,7 @@ struct OutputsAllOrNoneTests {
               "limits": [ { "metric": "refreshes_per_expiry", "max": 1 } ] }
             """.utf8
         ).write(to: file)
-        let run = try await ToolProcess.run(["check", "--thresholds", file.path, "--quiet"], stdout: "/dev/full", timeout: 60)
+        let run = try await ToolProcess.run(["check", "--thresholds", file.path, "--quiet"], stdout: .path("/dev/full"), timeout: 60)
         #expect(run.status == 2, "check > /dev/full: status \(run.status), \(run.stderr)")
         #expect(run.stderr.contains("standard output"), "\(run.stderr)")
     }
@@ -128,7 +128,7 @@ struct OutputsAllOrNoneTests {
             ["sweep", "--parameter", "tasks", "--values", "2", "--dry-run"],
             ["check", "--thresholds", thresholds.path, "--dry-run"],
         ] {
-            let run = try await ToolProcess.run(arguments, stdout: "/dev/full", timeout: 60)
+            let run = try await ToolProcess.run(arguments, stdout: .path("/dev/full"), timeout: 60)
             let context = arguments.joined(separator: " ")
             #expect(run.status == 2, "\(context) > /dev/full: status \(run.status), \(run.stderr)")
             #expect(

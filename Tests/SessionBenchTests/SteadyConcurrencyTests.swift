@@ -61,13 +61,13 @@ struct SteadyConcurrencyTests {
         }
     }
 
-    @Test("CPU lists: 0,1 and 0-3,6 read as numbers, written back in the short form; nonsense refused")
-    func cpuLists() {
-        #expect(CPUPlacement.parse("0") == [0])
-        #expect(CPUPlacement.parse("1,0,1") == [0, 1])
-        #expect(CPUPlacement.parse("0-3,6") == [0, 1, 2, 3, 6])
-        for bad in ["", ",", "a", "-1", "1-0", "0-", "0--1", "1e3", "0,,1", "99999", " 1"] {
-            #expect(CPUPlacement.parse(bad) == nil, "'\(bad)'")
+    @Test("CPU lists: 0,1 and 0-3,6 read as numbers, written back in the short form; nonsense, an empty item or a CPU named twice refused")
+    func cpuLists() throws {
+        #expect(try CPUPlacement.parse("0") == [0])
+        #expect(try CPUPlacement.parse("1,0") == [0, 1])
+        #expect(try CPUPlacement.parse("0-3,6") == [0, 1, 2, 3, 6])
+        for bad in ["", ",", "a", "-1", "1-0", "0-", "0--1", "1e3", "0,,1", "99999", " 1", "1,0,1", "0-2,1", "0,"] {
+            #expect(throws: ListText.Invalid.self, "'\(bad)'") { try CPUPlacement.parse(bad) }
         }
         #expect(CPUPlacement.text([6, 0, 1, 2, 3]) == "0-3,6")
         #expect(CPUPlacement.text([0]) == "0")

@@ -26,22 +26,57 @@ enum ToolProcess {
         return url
     }
 
+    /// Where the executable's standard output goes.
+    enum StandardOutput: Sendable, CustomStringConvertible {
+        /// A file `stdout` in the run's temporary directory, read back as ``Run/stdout``.
+        case file
+        /// This path, opened for writing (`/dev/full`).
+        case path(String)
+        /// No standard output at all: the descriptor is closed (`>&-`).
+        case closed
+        /// A pipe whose reader has gone (`| true`, once `true` has exited).
+        case pipeWithoutReader
+
+        var description: String {
+            switch self {
+            case .file: "a file"
+            case .path(let path): "> \(path)"
+            case .closed: ">&-"
+            case .pipeWithoutReader: "| a pipe no one reads"
+            }
+        }
+    }
+
     /// Starts the executable (or `launcher` followed by it, e.g. `prlimit --fsize=…`) with
-    /// output to files in a new temporary directory (standard output to `stdout` instead, if
-    /// given: `/dev/full`); returns its pid and that directory. With `ownGroup`, it leads a process
-    /// group of its own, as a shell starts a job: `kill(-pid, …)` then signals that group, as
-    /// Ctrl-C at a terminal does.
+    /// output to files in a new temporary directory (standard output as `stdout` says); returns
+    /// its pid and that directory. With `ownGroup`, it leads a process group of
+    /// its own, as a shell starts a job: `kill(-pid, …)` then signals that group, as Ctrl-C at a
+    /// terminal does.
     static func spawn(
-        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil,
-        ownGroup: Bool = false
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [],
+        stdout: StandardOutput = .file, ownGroup: Bool = false
     ) throws -> (pid: pid_t, directory: URL) {
         let directory = try temporaryDirectory()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(
-            &actions, 1, stdout ?? directory.appendingPathComponent("stdout").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var pipeWriter: Int32 = -1
+        defer { if pipeWriter >= 0 { close(pipeWriter) } }
+        switch stdout {
+        case .file, .path:
+            let path = if case .path(let path) = stdout { path } else { directory.appendingPathComponent("stdout").path }
+            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        case .closed:
+            posix_spawn_file_actions_addclose(&actions, 1)
+        case .pipeWithoutReader:
+            var ends: [Int32] = [-1, -1]
+            guard pipe(&ends) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["reason": "pipe: \(errno)"]) }
+            close(ends[0])
+            pipeWriter = ends[1]
+            _ = fcntl(pipeWriter, F_SETFD, FD_CLOEXEC)
+            posix_spawn_file_actions_adddup2(&actions, pipeWriter, 1)
+        }
         posix_spawn_file_actions_addopen(&actions, 2, directory.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let words = launcher + [executable.path] + arguments
         let argv = words.map { strdup($0) } + [nil]
@@ -68,7 +103,7 @@ enum ToolProcess {
     /// it past `timeout`. Not
     /// Foundation's `Process`: under ThreadSanitizer it can miss a child's exit and wait forever.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: String? = nil,
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: StandardOutput = .file,
         timeout: Double = 120
     ) async throws -> Run {
         let started = Date()

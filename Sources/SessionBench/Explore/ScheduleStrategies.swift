@@ -132,7 +132,7 @@ public struct ScheduleText: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: String) {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         guard fields.count == 4, fields[0] == Self.version, let strategy = ScheduleStrategy(rawValue: String(fields[1])),
-            let seed = UInt64(fields[2])
+            let seed = NumberText.unsigned(String(fields[2]))
         else { return nil }
         var choices: [Int] = []
         for part in fields[3].split(separator: ".", omittingEmptySubsequences: false) where !fields[3].isEmpty {
@@ -140,7 +140,7 @@ public struct ScheduleText: Sendable, Hashable, CustomStringConvertible {
             guard (1...2).contains(pieces.count), let value = Int(pieces[0], radix: 36), value >= 0,
                 pieces[0].allSatisfy({ $0.isNumber || ($0.isLowercase && $0.isASCII) })
             else { return nil }
-            let run = pieces.count == 2 ? Int(pieces[1]) : 1
+            let run = pieces.count == 2 ? NumberText.whole(String(pieces[1])) : 1
             guard let run, (1...1_000_000).contains(run), choices.count + run <= 10_000_000 else { return nil }
             choices += Array(repeating: value, count: run)
         }

@@ -7,38 +7,14 @@ extension Thresholds {
         return try parse(try read(path), path: path, knownStores: knownStores)
     }
 
-    /// The file's bytes: a regular file (or a pipe, as `<(...)` gives) of at most 1 MiB, so
-    /// a device like /dev/zero is an error, not a run that never starts.
+    /// The file's bytes: a regular file of at most 1 MiB (``InputFile``), so a FIFO or a
+    /// device like /dev/zero is an error, not a run that never starts.
     static func read(_ path: String, what: String = "thresholds file") throws(ThresholdsError) -> Data {
-        let shown = Printable.name(path)
-        func fail(_ problem: String) -> ThresholdsError {
-            ThresholdsError(path: shown, key: "(file)", problem: problem)
+        do throws(InputFile.Refusal) {
+            return try InputFile.read(path, what: "the \(what)", limit: 1 << 20)
+        } catch {
+            throw ThresholdsError(path: Printable.name(path), key: "(file)", problem: error.problem)
         }
-        let limit = 1 << 20
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw fail("cannot be read (\(String(cString: strerror(errno)))); check the path")
-        }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw fail("cannot be read (\(String(cString: strerror(errno))))") }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFIFO: _ = fcntl(descriptor, F_SETFL, 0)  // read a pipe to its end, blocking
-        case S_IFDIR: throw fail("is a directory; give the \(what)")
-        default: throw fail("is not a regular file; give the \(what)")
-        }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = Foundation.read(descriptor, &buffer, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw fail("cannot be read (\(String(cString: strerror(errno))))") }
-            if count == 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-            guard data.count <= limit else { throw fail("is larger than 1 MiB; a \(what) is a few kilobytes") }
-        }
-        return data
     }
 
     public static func parse(_ data: Data, path: String, knownStores: [String]) throws(ThresholdsError) -> Thresholds {

@@ -30,19 +30,27 @@ public enum CPUPlacement {
         }
     }
 
-    /// `0,1` or `0-3,6`: CPU numbers, ascending and each once; `nil` if `text` is not such a list.
-    public static func parse(_ text: String) -> [Int]? {
+    /// `0,1` or `0-3,6`: CPU numbers and ranges, as a list (``ListText``): no item empty and no
+    /// CPU named twice, by itself or in a range. The CPUs, ascending.
+    public static func parse(_ text: String) throws(ListText.Invalid) -> [Int] {
         let limit = Int(session_bench_cpu_limit())
-        var cpus: Set<Int> = []
-        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let bounds = part.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        let ranges = try ListText.values(text, what: "a CPU number or range", example: "0 or 0,1 or 0-3") {
+            (item: String) -> ClosedRange<Int>? in
+            let bounds = item.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
             guard (1...2).contains(bounds.count),
                 let low = NumberText.whole(bounds[0]), let high = bounds.count == 2 ? NumberText.whole(bounds[1]) : low,
-                low >= 0, low <= high, high < limit
+                low <= high, high < limit
             else { return nil }
-            cpus.formUnion(low...high)
+            return low...high
         }
-        return cpus.isEmpty ? nil : cpus.sorted()
+        var cpus: Set<Int> = []
+        for range in ranges {
+            if let twice = range.first(where: cpus.contains) {
+                throw ListText.Invalid(description: "CPU \(twice) is named twice; name each CPU once, e.g. 0 or 0,1 or 0-3")
+            }
+            cpus.formUnion(range)
+        }
+        return cpus.sorted()
     }
 
     /// `[0, 1, 2, 5]` as `0-2,5`.

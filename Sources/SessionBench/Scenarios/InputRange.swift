@@ -55,8 +55,8 @@ public enum InputRange {
 }
 
 /// Numbers and durations as the tool reads them, the same everywhere: decimal digits only
-/// (no sign, hex, underscores, `inf` or `nan`), so a value means the same on the command
-/// line and in a file.
+/// (no sign, exponent, hex, underscores, `inf` or `nan`), so a value means the same on the
+/// command line and in a file.
 public enum NumberText {
     /// A whole number of decimal digits, e.g. `64`.
     public static func unsigned(_ text: String) -> UInt64? {
@@ -69,7 +69,8 @@ public enum NumberText {
         unsigned(text).flatMap { $0 <= UInt64(Int.max) ? Int($0) : nil }
     }
 
-    /// A decimal number: digits, an optional fraction and an optional exponent (`2.5`, `1e3`).
+    /// A decimal number: digits and an optional fraction (`2`, `2.5`, `0.001`); no exponent
+    /// (`1e3`), as `--tasks` takes none.
     public static func decimal(_ text: String) -> Double? {
         var rest = Substring(text)
         func digits() -> Int {
@@ -80,11 +81,6 @@ public enum NumberText {
         guard digits() > 0 else { return nil }
         if rest.first == "." {
             rest = rest.dropFirst()
-            guard digits() > 0 else { return nil }
-        }
-        if rest.first == "e" || rest.first == "E" {
-            rest = rest.dropFirst()
-            if rest.first == "+" || rest.first == "-" { rest = rest.dropFirst() }
             guard digits() > 0 else { return nil }
         }
         guard rest.isEmpty, let value = Double(text), value.isFinite else { return nil }

@@ -53,8 +53,9 @@ struct ExploreOptions: ParsableArguments {
     @Option(name: .long, help: "The scenario (default: expiry-storm).")
     var scenario = "expiry-storm"
 
-    @Option(name: .long, help: "random (a uniform walk) or pct (priorities with --depth − 1 change points).")
-    var strategy: String = ScheduleStrategy.random.rawValue
+    @Option(
+        name: .long, help: "random (a uniform walk) or pct (priorities with --depth − 1 change points) (default: random).")
+    var strategy: String?
 
     @Option(
         name: .long, help: "Schedules per store, 1 to 100000000 (default: 1000, or as many as fit in --for).",
@@ -67,11 +68,11 @@ struct ExploreOptions: ParsableArguments {
     var timeLimit: DurationArgument?
 
     @Option(name: .long, help: "Seeds the strategy, 0 to 18446744073709551615 (default: 1).", transform: ArgumentText.seed)
-    var seed: UInt64 = 1
+    var seed: UInt64?
 
     @Option(name: .long, help: "PCT's depth d: how many ordering constraints a bug needs, 1 to 10 (default: 3).",
         transform: ArgumentText.whole(1...10))
-    var depth = 3
+    var depth: Int?
 
     @Option(name: .long, help: "Concurrent callers, 1 to 64 (default: 4).", transform: ArgumentText.whole(1...64))
     var tasks = 4
@@ -92,8 +93,13 @@ struct ExploreOptions: ParsableArguments {
     @Option(name: .long, help: .hidden, transform: ArgumentText.whole(0...63))
     var job = 0
 
-    @Option(name: .long, help: "Play this schedule string back (one store) instead of exploring.")
-    var replay: String?
+    @Option(
+        name: .long,
+        help: """
+            Play this schedule string back (one store) instead of exploring; it names its strategy and seed, \
+            so --strategy, --seed, --depth, --schedules, --for and --jobs do not apply.
+            """)
+    var replay: [String] = []
 
     @Flag(name: .long, help: "No progress lines on standard error.")
     var quiet = false
@@ -103,8 +109,27 @@ struct ExploreOptions: ParsableArguments {
         guard ControlledExecution.isAvailable else {
             throw UsageError("explore needs Swift 6.3's executor SPI on Linux, which this build lacks")
         }
-        guard let strategy = ScheduleStrategy(rawValue: strategy) else {
-            throw UsageError("--strategy must be random or pct, not '\(Printable.name(self.strategy, limit: 40))'")
+        guard replay.count <= 1 else {
+            throw UsageError("--replay is given \(replay.count) times: a replay plays one schedule; give one --replay")
+        }
+        let replay = replay.first
+        if replay != nil {
+            // What a replay would ignore is refused: the schedule string names its strategy and
+            // seed, and one schedule is played, in one process.
+            let ignored = [
+                ("--strategy", strategy != nil), ("--seed", seed != nil), ("--depth", depth != nil),
+                ("--schedules", schedules != nil), ("--for", timeLimit != nil), ("--jobs", jobs > 1),
+                ("--include-broken", includeBroken),
+            ].filter { $0.1 }.map { $0.0 }
+            if !ignored.isEmpty {
+                throw UsageError(
+                    "--replay plays the one schedule it is given, with the strategy and seed the string names: "
+                        + "leave out \(ignored.joined(separator: ", "))")
+            }
+        }
+        let strategyName = strategy ?? ScheduleStrategy.random.rawValue
+        guard let strategy = ScheduleStrategy(rawValue: strategyName) else {
+            throw UsageError("--strategy must be random or pct, not '\(Printable.name(strategyName, limit: 40))'")
         }
         guard let chosen = ScenarioCatalog.all.first(where: { $0.name == scenario }),
             Exploration.scenarios.contains(chosen.kind)
@@ -113,7 +138,6 @@ struct ExploreOptions: ParsableArguments {
                 "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'")
         }
         if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
-        if replay != nil, jobs > 1 { throw UsageError("--replay plays one schedule in one process: leave out --jobs") }
         if job >= jobs { throw UsageError("--job must be below --jobs (\(jobs))") }
         let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
@@ -136,7 +160,7 @@ struct ExploreOptions: ParsableArguments {
         explored.accounts = 1
         explored.rounds = rounds
         return ExplorePlan(
-            stores: resolved.map(\.name), scenario: explored, strategy: strategy, seed: seed, depth: depth,
+            stores: resolved.map(\.name), scenario: explored, strategy: strategy, seed: seed ?? 1, depth: depth ?? 3,
             schedules: timeLimit == nil ? schedules ?? 1_000 : nil, seconds: timeLimit?.seconds, replay: schedule,
             jobs: jobs, job: job)
     }
@@ -160,13 +184,14 @@ struct ExplorePlan: Sendable {
     func arguments(for store: String, job: Int = 0) -> [String] {
         var arguments = [
             ExploreChild.command, "--stores", store, "--scenario", scenario.name, "--tasks", String(scenario.tasks),
-            "--rounds", String(scenario.rounds), "--strategy", strategy.rawValue, "--seed", String(seed), "--depth",
-            String(depth), "--quiet",
+            "--rounds", String(scenario.rounds), "--quiet",
         ]
+        // A replay is the schedule alone: it names its strategy and seed.
+        if let replay { return arguments + ["--replay", replay.description] }
+        arguments += ["--strategy", strategy.rawValue, "--seed", String(seed), "--depth", String(depth)]
         if let schedules { arguments += ["--schedules", String(schedules)] }
         if jobs > 1 { arguments += ["--jobs", String(jobs), "--job", String(job)] }
         if let seconds { arguments += ["--for", "\(seconds)s"] }
-        if let replay { arguments += ["--replay", replay.description] }
         return arguments
     }
 

@@ -17,7 +17,7 @@ struct List: ParsableCommand {
     /// What `list` prints for `stores`, the scenarios and this build's backends.
     static func lines(stores: [StoreDescriptor]) -> [String] {
         var lines: [String] = []
-        let width = max(16, (stores.map(\.name.count).max() ?? 0) + 1)
+        let width = column(stores.map(\.name), atLeast: 16)
         lines.append("stores:")
         for store in stores {
             let marks = [
@@ -29,15 +29,16 @@ struct List: ParsableCommand {
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
-            lines.append("  \(store.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(store.summary)\(suffix)")
+            lines.append("  \(padded(store.name, width)) \(store.summary)\(suffix)")
         }
         lines.append("scenarios:")
+        let scenarioWidth = column(ScenarioCatalog.all.map(\.name))
         for scenario in ScenarioCatalog.all {
-            let name = scenario.name.padding(toLength: 20, withPad: " ", startingAt: 0)
-            lines.append("  \(name) \(ScenarioText.summary(scenario))")
+            lines.append("  \(padded(scenario.name, scenarioWidth)) \(ScenarioText.summary(scenario))")
         }
         lines.append("storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
-        let backendWidth = max(20, (StorageBackendCatalog.all.map(\.name.count).max() ?? 0) + 1)
+        // Every name whole, the left-out ones too: each is what a scenario name takes.
+        let backendWidth = column(StorageBackendCatalog.all.map(\.name) + StorageBackendCatalog.leftOut.map(\.name))
         for backend in StorageBackendCatalog.all {
             let marks = [
                 backend.isServer ? "PostgreSQL: SESSION_BENCH_POSTGRES_URL" : nil,
@@ -45,13 +46,23 @@ struct List: ParsableCommand {
             ]
             .compactMap { $0 }
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
-            let name = backend.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
-            lines.append("  \(name) \(backend.summary)\(suffix)")
+            lines.append("  \(padded(backend.name, backendWidth)) \(backend.summary)\(suffix)")
         }
         for leftOut in StorageBackendCatalog.leftOut {
-            let name = leftOut.name.padding(toLength: backendWidth, withPad: " ", startingAt: 0)
-            lines.append("  \(name) left out of this build: needs the \(leftOut.trait) trait (--traits \(leftOut.trait))")
+            lines.append(
+                "  \(padded(leftOut.name, backendWidth)) left out of this build: needs the \(leftOut.trait) trait "
+                    + "(--traits \(leftOut.trait))")
         }
         return lines
+    }
+
+    /// The width of a column of `names`: the longest and one more, so that no name is cut.
+    private static func column(_ names: [String], atLeast minimum: Int = 20) -> Int {
+        max(minimum, (names.map(\.count).max() ?? 0) + 1)
+    }
+
+    /// `name` filled with spaces to `width`; never cut.
+    private static func padded(_ name: String, _ width: Int) -> String {
+        name + String(repeating: " ", count: max(0, width - name.count))
     }
 }

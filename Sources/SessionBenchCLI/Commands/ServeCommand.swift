@@ -28,8 +28,8 @@ struct Serve: AsyncParsableCommand {
             exits. Tokens and \
             user ids are never printed.
 
-            Exit status: 0 when every verdict passed; 1 when one failed; 2 for bad usage or a port that \
-            cannot be had.
+            Exit status: 0 when every verdict passed; 1 when one failed; 2 for bad usage, a port that \
+            cannot be had, or a standard output that cannot take the first line.
             """)
 
     @Option(name: .long, help: "Loopback address to listen on: 127.0.0.1, ::1 or localhost.")
@@ -172,8 +172,15 @@ struct Serve: AsyncParsableCommand {
             throw UsageError("serve: \(error)")
         }
         let address = host.contains(":") ? "[\(host)]" : host
-        // Unbuffered: a script waiting for the port reads it at once.
-        FileHandle.standardOutput.write(Data("listening on http://\(address):\(running.port)\n".utf8))
+        // Unbuffered: a script waiting for the port reads it at once. Standard output that
+        // cannot take the line (closed, a full disk, a pipe no one reads) is bad usage: no
+        // client could learn the port.
+        do throws(UsageError) {
+            try OutputWriter.show("listening on http://\(address):\(running.port)\n")
+        } catch {
+            await running.stop()
+            throw UsageError("serve did not start: \(error.description)")
+        }
         if !quiet {
             Log.progress(
                 "session-bench serve: token endpoint POST /oauth/token, resource GET /resource, "
@@ -245,7 +252,7 @@ enum LatencyText {
             return DurationText.duration(seconds: seconds)
         }
         if let tilde = text.firstIndex(of: "~") {
-            guard let sigma = Double(text[text.index(after: tilde)...]), (0...3).contains(sigma) else {
+            guard let sigma = NumberText.decimal(String(text[text.index(after: tilde)...])), (0...3).contains(sigma) else {
                 throw Invalid(description: "the log-normal sigma must be a number between 0 and 3; \(help)")
             }
             return .logNormal(median: try duration(text[..<tilde]), sigma: sigma)

@@ -31,6 +31,7 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     /// documented status. `explore`'s child processes need this entry: their controlled executor
     /// must be installed before any task exists, which an async `main` has already made.
     public static func start(extraStores: [StoreDescriptor] = [], http: LoopbackHTTP? = nil) -> Never {
+        StandardDescriptors.reserve()
         StoreRegistry.register(extraStores)
         let arguments = Array(CommandLine.arguments.dropFirst())
         ExploreChild.runIfChild(arguments)
@@ -39,6 +40,7 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     }
 
     public static func main(arguments: [String], http: LoopbackHTTP? = nil) async -> Never {
+        StandardDescriptors.reserve()
         if let http { HTTPAvailability.install(http) }
         if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
         ProcessGuard.install()

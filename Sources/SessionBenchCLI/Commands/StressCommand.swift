@@ -109,24 +109,54 @@ struct Stress: AsyncParsableCommand {
         return ScenarioOverrides(tasks: tasks, rounds: rounds, seed: seed).applied(to: scenario)
     }
 
-    /// The `compare` command that runs exactly this store × scenario again.
+    /// The `compare` command that runs exactly this store × scenario again: the iteration's
+    /// seed, crowd and rounds, and every other option of this run that changes what runs or how
+    /// it is judged, as given. Only what `compare` has no use for is left out: the iterations and
+    /// `--for` (stress's own loop), and where results go (`--format`, `--output`,
+    /// `--append-output`, `--quiet`, `--dry-run`).
     func reproduce(_ store: StoreDescriptor, _ scenario: Scenario) -> String {
         let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
         var words = [
             program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
             "--tasks", "\(scenario.tasks)",
         ]
-        if scenario.isRoundBased { words += ["--rounds", "\(scenario.rounds)"] }
-        if let duration = run.duration, !scenario.isRoundBased { words += ["--duration", duration.text] }
-        if let rate = run.rate, !scenario.isRoundBased { words += ["--rate", InputRange.text(rate)] }
-        if let replicas = scenario.replicas { words += ["--replicas", "\(replicas)"] }
-        if let syncThreads = scenario.syncThreads { words += ["--sync-threads", "\(syncThreads)"] }
-        if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", InputRange.text(timeout)] }
-        if store.isReferenceBroken { words.append("--include-broken") }
+        if scenario.isRoundBased {
+            words += ["--rounds", "\(scenario.rounds)"]
+        } else if let rounds = run.rounds {
+            words += ["--rounds", "\(rounds)"]
+        }
+        if let duration = run.duration { words += ["--duration", duration.text] }
+        if let rate = run.rate { words += ["--rate", Self.argument(rate)] }
+        if let replicas = scenario.replicas ?? run.replicas { words += ["--replicas", "\(replicas)"] }
+        if let pace = run.pace { words += ["--pace", pace.text] }
+        if let syncThreads = scenario.syncThreads ?? run.syncThreads { words += ["--sync-threads", "\(syncThreads)"] }
+        if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", Self.argument(timeout)] }
+        if store.isReferenceBroken || run.includeBroken { words.append("--include-broken") }
         if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
+        if let allocator = run.allocator { words += ["--allocator", allocator.rawValue] }
+        if let counter = run.allocationCounter { words += ["--allocation-counter", counter.rawValue] }
         if run.execution.inProcess { words.append("--in-process") }
-        if run.execution.transport == .http { words += ["--transport", "http"] }
-        return words.joined(separator: " ")
+        if run.execution.transport != .inProcess { words += ["--transport", run.execution.transport.rawValue] }
+        if let path = expect.path { words += ["--expect", path] }
+        return words.map(ShellWord.quoted).joined(separator: " ")
+    }
+
+    /// `value` as the command line reads it back, exactly: `500`, `0.75`.
+    private static func argument(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+    }
+}
+
+/// A word of a command line as a shell reads it back: as it is when it holds only characters a
+/// shell leaves alone, in single quotes otherwise; control characters shown escaped, so that the
+/// command stays one line.
+enum ShellWord {
+    static func quoted(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "@%_+=:,./-".unicodeScalars.contains(scalar))
+        }
+        let quoted = plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return Printable.name(quoted, limit: 4_096)
     }
 }
 

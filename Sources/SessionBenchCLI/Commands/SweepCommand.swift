@@ -85,7 +85,7 @@ struct Sweep: AsyncParsableCommand {
             }
             return (stores, points)
         }
-        for value in try parsedValues() where !points.contains(where: { $0.value == value }) {
+        for value in try parsedValues() {
             do {
                 points.append(Point(value: value, scenario: try parameter.apply(value, to: base), setup: run.setup))
             } catch {
@@ -95,39 +95,31 @@ struct Sweep: AsyncParsableCommand {
         return (stores, points)
     }
 
-    /// The allocators an allocator sweep compares, each once, in the order given.
+    /// The allocators an allocator sweep compares, in the order given.
     func parsedAllocators() throws -> [AllocatorKind] {
-        var allocators: [AllocatorKind] = []
-        for part in values.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
-            guard let allocator = AllocatorKind(rawValue: part) else {
-                let names = AllocatorKind.allCases.map(\.rawValue).joined(separator: ", ")
-                throw ValidationError(
-                    "--values: '\(Printable.name(part))' is not an allocator; "
-                        + "give names from \(names), e.g. system,jemalloc")
-            }
-            if !allocators.contains(allocator) { allocators.append(allocator) }
+        let names = AllocatorKind.allCases.map(\.rawValue)
+        do throws(ListText.Invalid) {
+            return try ListText.values(
+                values, what: "an allocator (\(names.joined(separator: ", ")))", example: "system,jemalloc"
+            ) { AllocatorKind(rawValue: $0) }
+        } catch {
+            throw ValidationError("--values: \(error.description)")
         }
-        guard !allocators.isEmpty else {
-            throw ValidationError("--values needs at least one allocator, e.g. system,jemalloc")
-        }
-        return allocators
     }
 
     /// The values, each read as the option it stands for reads it: decimal digits for a count
-    /// (`--tasks`), a decimal number for a rate or milliseconds; nothing trimmed.
+    /// (`--tasks`), a decimal number for a rate or milliseconds; nothing trimmed, no item empty
+    /// and none twice (``ListText``).
     func parsedValues() throws -> [Double] {
         let whole = parameter == .tasks || parameter == .readersPerWriter
-        var parsed: [Double] = []
-        for part in values.split(separator: ",").map(String.init) {
-            guard let value = whole ? NumberText.unsigned(part).map { Double($0) } : NumberText.decimal(part) else {
-                throw ValidationError(
-                    "--values: '\(Printable.name(part))' is not "
-                        + (whole ? "a whole number in decimal digits; give e.g. 1,2,4" : "a decimal number; give e.g. 1,2.5,10"))
-            }
-            parsed.append(value)
+        do throws(ListText.Invalid) {
+            return try ListText.values(
+                values, what: whole ? "a whole number in decimal digits" : "a decimal number",
+                example: whole ? "1,2,4" : "1,2.5,10"
+            ) { item in whole ? NumberText.unsigned(item).map { Double($0) } : NumberText.decimal(item) }
+        } catch {
+            throw ValidationError("--values: \(error.description)")
         }
-        guard !parsed.isEmpty else { throw ValidationError("--values needs at least one number") }
-        return parsed
     }
 
     mutating func run() async throws {

@@ -18,8 +18,9 @@ struct DurationArgument: Sendable, CustomStringConvertible {
     var description: String { text }
 }
 
-/// How every number on the command line is read: decimal digits only (no sign, hex or
-/// `inf`), inside the option's stated range, checked before anything runs (exit 2).
+/// How every number on the command line is read: decimal digits only (no sign, exponent, hex
+/// or `inf`, ``NumberText``), inside the option's stated range, checked before anything runs
+/// (exit 2); a list of them as ``ListText`` reads it.
 enum ArgumentText {
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -48,11 +49,9 @@ enum ArgumentText {
 
     /// A list of CPU numbers: `0`, `0,1`, `0-3,6`.
     static func cpus(_ text: String) throws -> [Int] {
-        guard let cpus = CPUPlacement.parse(text) else {
-            throw Invalid(
-                description: "give CPU numbers separated by commas, or ranges, e.g. 0 or 0,1 or 0-3 (see nproc)")
+        do throws(ListText.Invalid) { return try CPUPlacement.parse(text) } catch {
+            throw Invalid(description: "\(error.description) (see nproc)")
         }
-        return cpus
     }
 
     /// A duration within `range` seconds; `rangeText` says it as people would (`1ms and 1h`).

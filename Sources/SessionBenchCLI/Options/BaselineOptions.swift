@@ -186,10 +186,11 @@ enum Baselines {
     static func load(_ reference: String) throws(UsageError) -> (report: ResultsReport, shownAs: String) {
         let file = try path(for: reference)
         let shown = isName(reference) ? "'\(reference)'" : "'\(Printable.name(reference))'"
-        var info = stat()
-        guard stat(file, &info) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if isName(reference) {
+        let data: Data
+        do throws(InputFile.Refusal) {
+            data = try InputFile.read(file, what: "a .json file that compare wrote", limit: 256 << 20)
+        } catch {
+            if error.isMissing, isName(reference) {
                 let saved = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
                     .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
                 throw UsageError(
@@ -197,20 +198,7 @@ enum Baselines {
                         + (saved.isEmpty ? "" : " (saved: \(saved.joined(separator: ", ")))")
                         + "; save one with compare --save-baseline \(reference)")
             }
-            throw UsageError("--baseline \(shown): cannot read the file (\(reason))")
-        }
-        // Never opened unless a regular file: a FIFO would block, a device never end.
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: throw UsageError("--baseline \(shown): is a directory; give a .json file that compare wrote")
-        default:
-            throw UsageError("--baseline \(shown): is not a regular file (a device or FIFO); give a .json file that compare wrote")
-        }
-        guard info.st_size <= 256 * 1024 * 1024 else {
-            throw UsageError("--baseline \(shown): is larger than 256 MiB; not a results file")
-        }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw UsageError("--baseline \(shown): cannot read the file (\(String(cString: strerror(errno))))")
+            throw UsageError("--baseline \(shown): \(error.problem)")
         }
         // Read strictly first: a key given twice, or a number no figure can be, is named as such.
         let document: JSONValue

@@ -36,7 +36,7 @@ struct RunOptions: ParsableArguments {
     var seed: UInt64?
 
     @Option(
-        name: .long, help: "Open loop for steady scenarios: total calls per second, 1 to 1e9 (default: closed loop).",
+        name: .long, help: "Open loop for steady scenarios: total calls per second, 1 to 1000000000 (default: closed loop).",
         transform: ArgumentText.decimal(InputRange.rate, unit: "calls per second"))
     var rate: Double?
 

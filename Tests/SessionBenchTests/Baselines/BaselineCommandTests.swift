@@ -112,7 +112,7 @@ struct BaselineCommandTests {
             (["--baseline", file.path, "--repeats", "2"], "cannot reach p ≤ 0.01"),
             (["--baseline", "no-such-baseline"], "no such baseline in .session-bench/baselines"),
             (["--baseline", garbage.path], "not a session-bench results file"),
-            (["--baseline", "bad/../name"], "cannot read the file"),
+            (["--baseline", "bad/../name"], "cannot be read"),
             (["--alpha", "0.05"], "apply to --baseline"),
             (["--baseline", file.path, "--noise-threshold", "ten"], "give a percentage"),
         ]
@@ -138,7 +138,7 @@ struct BaselineCommandTests {
         // With .session-bench there already, only what the save made goes.
         let parent = directory.appendingPathComponent(".session-bench")
         try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: false)
-        let full = try await ToolProcess.run(saving, launcher: inFolder, stdout: "/dev/full")
+        let full = try await ToolProcess.run(saving, launcher: inFolder, stdout: .path("/dev/full"))
         #expect(full.status == 2, "\(full.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).isEmpty, "baselines/ was left behind")
     }

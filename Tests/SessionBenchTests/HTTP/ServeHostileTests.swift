@@ -75,6 +75,42 @@ struct ServeHostileTests {
         #expect(await serve.exitStatus(waitingUpTo: 30) == 0, "\(serve.stderr)")
     }
 
+    @Test("a request names one host: two Host fields, or a target URL of another host, get 400 and reach no route")
+    func oneHostPerRequest() async throws {
+        let (serve, port) = try await serve()
+        let own = "127.0.0.1:\(port)"
+        let stop = "X-Session-Bench-Admin: stop\r\n"
+        for head in [
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\nHost: attacker.example\r\n",
+            "GET /admin/verdicts HTTP/1.1\r\nHost: attacker.example\r\nHost: \(own)\r\n",
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\nHost: \(own)\r\n",
+            "GET http://attacker.example/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n",
+            "GET http://attacker.example:\(port)/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n",
+            "POST /admin/shutdown HTTP/1.1\r\nHost: \(own)\r\nHost: attacker.example\r\n" + stop,
+            "POST http://attacker.example/admin/shutdown HTTP/1.1\r\nHost: \(own)\r\n" + stop,
+        ] {
+            let answer = await raw(port, head)
+            let line = head.prefix { $0 != "\r" }
+            #expect(answer?.status == 400, "\(line): \(answer?.head ?? "no answer")")
+            #expect(answer?.body.contains("attacker") == false, "\(line): \(answer?.body ?? "")")
+        }
+        // An absolute-form target of this server, with its Host, is served.
+        let absolute = await raw(port, "GET http://\(own)/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n")
+        #expect(absolute?.status == 200, "\(absolute?.head ?? "no answer")")
+        // A refused request pipelined behind a good one: the good one is answered first, then the refusal.
+        let socket = try #require(RawSocket(port: port))
+        socket.transmit(
+            "GET /admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n\r\n"
+                + "GET http://attacker.example/admin/verdicts HTTP/1.1\r\nHost: \(own)\r\n\r\n")
+        let both = await socket.receive(timeout: 20)
+        let statuses = both.text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "400"] && both.closed, "\(both.text.prefix(400))")
+        // None of them stopped it.
+        #expect(await Exchange.send(port: port, "GET", "/admin/verdicts")?.status == 200, "serve stopped")
+        kill(serve.pid, SIGTERM)
+        #expect(await serve.exitStatus(waitingUpTo: 30) == 0, "\(serve.stderr)")
+    }
+
     @Test("tokens are unguessable: two fresh serves issue different tokens; --seed makes them reproducible, and says so")
     func tokensFromACSPRNG() async throws {
         func firstGrant(_ arguments: [String]) async throws -> (access: String, refresh: String, stderr: String) {
@@ -167,6 +203,16 @@ struct ServeHostileTests {
         #expect(serve.stdout.split(separator: "\n").count == 1, "only the listening line: \(serve.stdout)")
     }
 
+    @Test("standard output that cannot take the port line: one line on standard error, exit 2, never a signal",
+        arguments: [ToolProcess.StandardOutput.path("/dev/full"), .closed, .pipeWithoutReader])
+    func unwritableStandardOutput(stdout: ToolProcess.StandardOutput) async throws {
+        let serve = try ToolRun(["serve", "--port", "0"], stdout: stdout)
+        let status = await serve.exitStatus(waitingUpTo: 60)
+        #expect(status == 2, "serve \(stdout): status \(status.map(String.init) ?? "still running after 60 s"): \(serve.stderr)")
+        let lines = serve.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("cannot write to standard output"), "serve \(stdout): \(serve.stderr)")
+    }
+
     @Test("1,000 connections under an open-file limit of 128: no signal, every connection answered or refused, and it keeps serving")
     func soakUnderADescriptorLimit() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
@@ -194,6 +240,30 @@ struct ServeHostileTests {
         let status = await serve.exitStatus(waitingUpTo: 30)
         #expect(status == 0, "status \(status.map(String.init) ?? "still running"): \(serve.stderr)")
         #expect(serve.stdout.contains("verdict: PASS"))
+    }
+
+    @Test("500 slow connections under an open-file limit of 128: a client with a whole request is answered while they are held")
+    func slowConnectionsDoNotStall() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
+        raiseOpenFileLimit()
+        try #require(openFileLimit() >= 700, "this test needs 700 open files; the limit is \(openFileLimit())")
+        // Idle connections are not closed for an hour: only making room can let the client in.
+        let (serve, port) = try await serve(["--idle-timeout", "3600"], launcher: ["/usr/bin/prlimit", "--nofile=128"])
+        var slow: [RawSocket] = []
+        for index in 0..<500 {
+            guard let socket = RawSocket(port: port) else { continue }
+            // Half send the start of a request and never finish it, half send nothing.
+            if index.isMultiple(of: 2) { socket.transmit("GET /admin/verdicts HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n") }
+            slow.append(socket)
+        }
+        #expect(slow.count == 500, "\(slow.count) of 500 slow connections made")
+        // Queued behind all of them. The limit bounds a hang, not a speed.
+        let answer = await Exchange.send(port: port, "GET", "/admin/verdicts", timeout: 120)
+        #expect(answer?.status == 200, "no answer while 500 slow connections were held: \(answer?.head ?? "none")")
+        kill(serve.pid, SIGTERM)
+        let status = await serve.exitStatus(waitingUpTo: 30)
+        #expect(status == 0, "status \(status.map(String.init) ?? "still running"): \(serve.stderr)")
+        slow.removeAll()
     }
 }
 #endif

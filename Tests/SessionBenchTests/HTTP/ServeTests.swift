@@ -104,7 +104,7 @@ import TokenServer
 
     @Test("malformed requests get RFC 6749 and RFC 6750 errors, and the server goes on")
     func badRequests() async throws {
-        try await serving { _, port in
+        try await serving { server, port in
             let form = ["Content-Type": "application/x-www-form-urlencoded"]
             let cases: [(Exchange?, Int, String?)] = [
                 (await Exchange.send(port: port, "POST", "/oauth/token", headers: ["Content-Type": "application/json"], body: "{}"), 400, "invalid_request"),
@@ -115,6 +115,10 @@ import TokenServer
                 (await Exchange.token(port: port, "grant_type=refresh_token"), 400, "invalid_request"),
                 (await Exchange.token(port: port, "grant_type=refresh_token&refresh_token=never-issued"), 400, "invalid_grant"),
                 (await Exchange.token(port: port, "grant_type=client_credentials"), 401, "invalid_client"),
+                // The password grant needs both (RFC 6749 §4.3.2); a parameter sent empty is left out (§3.1).
+                (await Exchange.token(port: port, "grant_type=password&username=alice"), 400, "invalid_request"),
+                (await Exchange.token(port: port, "grant_type=password&username=alice&password="), 400, "invalid_request"),
+                (await Exchange.token(port: port, "grant_type=password&password=pw"), 400, "invalid_request"),
                 (await Exchange.token(port: port, String(repeating: "a", count: 20_000)), 413, "invalid_request"),
             ]
             for (answer, status, error) in cases {
@@ -122,6 +126,7 @@ import TokenServer
                 #expect(answer.status == status, "\(answer.head)")
                 #expect(answer.json?["error"] as? String == error, "\(answer.body)")
             }
+            #expect(LedgerVerdicts(ledger: server.ledger, tokenLifetime: .seconds(60)).signIns == 0, "a bad request signed in")
             let anonymous = try #require(await Exchange.send(port: port, "GET", "/resource"))
             #expect(anonymous.status == 401)
             #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)

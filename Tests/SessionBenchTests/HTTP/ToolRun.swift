@@ -9,8 +9,8 @@ final class ToolRun {
     let directory: URL
     private var reaped: Int32?
 
-    init(_ arguments: [String], launcher: [String] = []) throws {
-        (pid, directory) = try ToolProcess.spawn(arguments, launcher: launcher)
+    init(_ arguments: [String], launcher: [String] = [], stdout: ToolProcess.StandardOutput = .file) throws {
+        (pid, directory) = try ToolProcess.spawn(arguments, launcher: launcher, stdout: stdout)
     }
 
     deinit {
