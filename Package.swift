@@ -80,11 +80,15 @@ let package = Package(
         .target(name: "CSampleClock"),
         // Where the measuring process runs: the CPUs it may use, and pinning it to some.
         .target(name: "CPlacement"),
+        // Allocations counted inside each caller's calls to the store: its window, and the
+        // hook the allocation counter calls inside every allocation.
+        .target(name: "CAllocationWindows"),
         // The harness: scenarios, the invariant oracle, measurements and reports.
         .target(
             name: "SessionBench",
             dependencies: [
                 "SessionContract", "TokenServer", "SessionStorage", "SessionSync", "CSampleClock", "CPlacement",
+                "CAllocationWindows",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 // Allocation counts with no system package: a shared library preloaded into
                 // each measuring process, counting every malloc on its way to the allocator.
@@ -142,7 +146,7 @@ let package = Package(
             name: "SessionBenchTests",
             dependencies: [
                 "SessionBench", "SessionBenchCLI", "SessionStores", "SessionStorage", "TokenServer", "SessionContract",
-                "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres",
+                "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "CAllocationWindows",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

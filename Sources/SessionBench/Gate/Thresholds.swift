@@ -9,7 +9,7 @@ import Foundation
 ///            "duration": "300ms", "rounds": 20, "seed": 1 },
 ///   "limits": [
 ///     { "metric": "refreshes_per_expiry", "store": "*", "scenario": "*", "max": 1 },
-///     { "metric": "allocs_per_op", "store": "mutex", "scenario": "steady-reads", "max": 0.01 },
+///     { "metric": "allocs_per_op", "store": "mutex", "scenario": "steady-reads", "max": 0 },
 ///     { "metric": "throughput_ops_per_s", "store": "lock-free-read", "scenario": "steady-reads",
 ///       "min_ratio": 0.8, "of": { "store": "mutex" } },
 ///     { "metric": "p50_ns", "store": "mutex", "scenario": "steady-reads", "operation": "read",

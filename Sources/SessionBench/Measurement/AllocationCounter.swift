@@ -1,3 +1,4 @@
+import CAllocationWindows
 import Foundation
 import MallocInterposerSwift
 import Synchronization
@@ -5,11 +6,13 @@ import Synchronization
 /// What counted a result's allocations. Counts from different counters are never compared.
 public enum AllocationCounterKind: String, Sendable, Codable, CaseIterable {
     /// ordo-one/malloc-interposer, preloaded ahead of the allocator: every `malloc`, `calloc`,
-    /// `realloc` and aligned allocation is counted on its way to whatever allocator is below it.
+    /// `realloc` and aligned allocation is counted on its way to whatever allocator is below it,
+    /// and handed to its allocation hook, which counts a caller's (``CallerAllocations``).
     /// Bytes are the bytes *requested*. Needs no system package and costs the counted path
     /// a few thread-local additions.
     case interposer
-    /// jemalloc's arena statistics (`mallctl`), with its thread cache off so they are exact.
+    /// jemalloc's own: its allocation hooks for a caller's count (``CallerAllocations``), its
+    /// arena statistics (`mallctl`, thread cache off so they are exact) for process totals.
     /// Bytes are jemalloc's *size-class* bytes (a 40-byte request counts 48). Needs
     /// `--allocator jemalloc`, and the thread cache off slows every allocating path.
     case jemalloc
@@ -36,13 +39,17 @@ public enum AllocatorKind: String, Sendable, Codable, CaseIterable {
 ///
 /// The command line starts each measuring process with the counter's environment set (see
 /// ``counterVariable``); a process started any other way counts nothing unless it sets it.
-/// Counts are process-wide: the harness keeps its
-/// measured loops free of allocations of its own, or measures and takes out what they cost.
+/// Two kinds of count: a caller's (``CallerAllocations``: only what the caller's own task
+/// allocated inside its calls to the store, so the harness's allocations are left out by
+/// construction; the steady loops' allocations per call), and the process's totals
+/// (``snapshot()``: everything, from every thread; the storms take out what their callers
+/// cost by measuring it).
 ///
 /// The interposer counts only inside windows opened with ``begin()`` and closed with
-/// ``end()``, never all the time: its per-thread counter block is freed when the thread exits
-/// but the thread's own pointer to it is left behind, so a thread that frees memory in a later
-/// exit handler while counting is on writes into freed memory (malloc-interposer 1.6.1). The
+/// ``end()`` (or ``beginCallerCounting()`` and ``endCallerCounting()``), never all the time:
+/// its per-thread counter block is freed when the thread exits but the thread's own pointer
+/// to it is left behind, so a thread that frees memory in a later exit handler while counting
+/// is on writes into freed memory (malloc-interposer 1.6.1). The
 /// harness's windows are its measured phases, where no thread of its own exits; the
 /// synchronous phase's threads come and go outside them. A process whose other threads come
 /// and go at any time (a test runner running suites side by side) must not count at all:
@@ -108,8 +115,8 @@ public struct AllocationCounter: Sendable {
     public func begin() -> Snapshot {
         if jemalloc == nil {
             Self.openWindows.withLock { open in
-                if open == 0 { MallocInterposerSwift.hook() }
-                open += 1
+                if open.windows == 0 { MallocInterposerSwift.hook() }
+                open.windows += 1
             }
         }
         return snapshot()
@@ -120,16 +127,57 @@ public struct AllocationCounter: Sendable {
         let totals = snapshot()
         if jemalloc == nil {
             Self.openWindows.withLock { open in
-                open -= 1
-                if open == 0 { MallocInterposerSwift.unhook() }
+                open.windows -= 1
+                if open.windows == 0 { MallocInterposerSwift.unhook() }
             }
         }
         return totals
     }
 
+    /// Switches on what counts into callers' windows (``CallerAllocations``), as a window
+    /// that nests with ``begin()``'s: the interposer's counting, whose allocation hook this
+    /// counter installed; jemalloc's allocation hooks. `false`, with nothing switched on, if
+    /// jemalloc refused its hooks.
+    func beginCallerCounting() -> Bool {
+        guard let jemalloc else {
+            _ = begin()
+            return true
+        }
+        return Self.openWindows.withLock { open in
+            if open.jemallocHooks == 0 {
+                guard let handle = jemalloc.installCountingHooks() else { return false }
+                open.jemallocHandle = handle
+            }
+            open.jemallocHooks += 1
+            return true
+        }
+    }
+
+    /// Switches off what ``beginCallerCounting()`` switched on, once no window needs it.
+    func endCallerCounting() {
+        if let jemalloc {
+            Self.openWindows.withLock { open in
+                open.jemallocHooks -= 1
+                if open.jemallocHooks == 0, let handle = open.jemallocHandle {
+                    jemalloc.removeHooks(handle)
+                    open.jemallocHandle = nil
+                }
+            }
+        } else {
+            _ = end()
+        }
+    }
+
     /// Counting windows open now, process-wide; counting is switched on and off under the
     /// same lock, so one window closing never switches off another that is opening.
-    private static let openWindows = Mutex<Int>(0)
+    private static let openWindows = Mutex<OpenWindows>(OpenWindows())
+
+    private struct OpenWindows {
+        var windows = 0
+        /// Callers' windows counting through jemalloc's hooks, and the hooks' handle.
+        var jemallocHooks = 0
+        var jemallocHandle: UInt?
+    }
 
     /// Totals counted so far (inside windows, for the interposer). Allocates nothing.
     public func snapshot() -> Snapshot {
@@ -167,6 +215,8 @@ public struct AllocationCounter: Sendable {
                     + "LD_PRELOAD=\(InterposerLibrary.path ?? "libMallocInterposerSwift.so") first in the list "
                     + "(the session-bench command line does this for its measuring processes)")
         }
+        // Called for each allocation counted, and counting only into callers' open windows.
+        MallocInterposerSwift.setAllocationHook(session_bench_count_allocation)
         return .counting(AllocationCounter(kind: .interposer, jemalloc: nil))
     }
 
@@ -188,6 +238,13 @@ public struct AllocationCounter: Sendable {
                 .jemalloc,
                 reason: "jemalloc's thread cache is on, so its arena counts lag: set MALLOC_CONF=tcache:false")
         }
+        guard let hooks = statistics.installCountingHooks() else {
+            return .unavailable(
+                .jemalloc,
+                reason: "this jemalloc has no allocation hooks (experimental.hooks, jemalloc 5.2 and later), "
+                    + "so a caller's allocations cannot be told from the harness's: count with the interposer")
+        }
+        statistics.removeHooks(hooks)
         return .counting(AllocationCounter(kind: .jemalloc, jemalloc: statistics))
     }
 

@@ -1,3 +1,5 @@
+import CAllocationWindows
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -17,6 +19,14 @@
 /// line sets for this counter. Without the thread cache every allocation takes an arena lock,
 /// so stores that allocate on a path run that path slower than in production; the
 /// `interposer` counter has no such cost.
+///
+/// A caller's allocations (``CallerAllocations``) come from jemalloc's allocation hooks
+/// instead, which see each allocation on the thread that makes it, while the task that made
+/// it is still running there. jemalloc's per-thread counters (`thread.allocated` and
+/// `thread.deallocated`, and their `…p` pointers) are exact and cheap, but they count bytes,
+/// not allocations, and they belong to a thread, where a call that suspends may resume on
+/// another: they cannot give allocations per call. The hooks are experimental in jemalloc
+/// (5.2 and later; Debian 12 ships 5.3.0), so the counter is offered only where they install.
 struct JemallocStatistics: @unchecked Sendable {
     // SAFETY: every stored property is written once in `init` and only read afterwards.
     private typealias Mallctl =
@@ -55,6 +65,26 @@ struct JemallocStatistics: @unchecked Sendable {
         var value: UInt64 = 0
         var size = MemoryLayout<UInt64>.size
         return mallctl("thread.allocated", &value, &size, nil, 0) == 0 ? value : nil
+    }
+
+    /// Installs jemalloc's allocation hooks (`experimental.hooks.install`, jemalloc 5.2 and
+    /// later) that count callers' allocations; the handle that removes them, or `nil` where
+    /// this jemalloc has none. While they are installed every allocation takes jemalloc's slow
+    /// path, so that the hooks see it.
+    func installCountingHooks() -> UInt? {
+        var handle: UnsafeMutableRawPointer?
+        var size = MemoryLayout<UnsafeMutableRawPointer?>.size
+        let hooks = session_bench_jemalloc_counting_hooks()
+        let status = mallctl(
+            "experimental.hooks.install", &handle, &size, hooks, MemoryLayout<session_bench_jemalloc_hooks>.size)
+        guard status == 0, let handle else { return nil }
+        return UInt(bitPattern: handle)
+    }
+
+    /// Removes the hooks ``installCountingHooks()`` installed.
+    func removeHooks(_ handle: UInt) {
+        var pointer = UnsafeMutableRawPointer(bitPattern: handle)
+        _ = mallctl("experimental.hooks.remove", nil, nil, &pointer, MemoryLayout<UnsafeMutableRawPointer?>.size)
     }
 
     /// Whether jemalloc is loaded in this process at all.

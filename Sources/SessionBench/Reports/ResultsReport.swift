@@ -98,7 +98,7 @@ public struct ResultsReport: Sendable, Codable {
                 let what =
                     counter == .interposer
                     ? "the malloc interposer (calls and requested bytes)"
-                    : "jemalloc arena statistics (mallctl, thread cache off; size-class bytes)"
+                    : "jemalloc's allocation hooks and arena statistics (mallctl, thread cache off; size-class bytes)"
                 parts.append("\(what) on the \(allocators.map(\.rawValue).joined(separator: " and ")) allocator")
             }
             return parts.joined(separator: "; ") + ", in the measuring processes"

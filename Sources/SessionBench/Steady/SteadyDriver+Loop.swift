@@ -11,9 +11,6 @@ extension SteadyDriver {
         var operations: UInt64 = 0
         var failures: UInt64 = 0
         var unissued: UInt64 = 0
-        /// Turns given to the other callers (`Task.yield()`): each costs the harness about one
-        /// allocation, taken out of the store's count.
-        var yields: UInt64 = 0
         /// Latency samples, in ticks; only the first ``sampledWorkers`` workers keep them.
         var reads: Histogram<UInt64>?
         var writes: Histogram<UInt64>?
@@ -50,11 +47,10 @@ extension SteadyDriver {
             guard let reports, seconds > 0 else { return nil }
             return Double(reports.reduce(0) { $0 + $1.operations }) / seconds
         }
-
-        var yields: UInt64 { reports?.reduce(0) { $0 + $1.yields } ?? 0 }
     }
 
-    /// Runs `scenario.tasks` workers against `store` for `duration`.
+    /// Runs `scenario.tasks` workers against `store` for `duration`; with a counter, counts
+    /// the allocations made inside the workers' calls to the store (``CallerAllocations``).
     func loop(
         _ store: any SessionStore, _ mode: Mode, _ duration: Duration, _ counter: AllocationCounter?, checked: Bool
     ) async -> Loop {
@@ -69,8 +65,13 @@ extension SteadyDriver {
         let oracle = checked ? self.oracle : nil
         let writeEvery = scenario.readersPerWriter.map { $0 + 1 } ?? 0
         let shared = SharedRun()
+        let allocations = counter.flatMap { CallerAllocations(callers: tasks, counter: $0) }
+        let counting = allocations?.start() ?? false
         for worker in 0..<tasks {
             Task {
+                // Open only around each call to the store: what the worker does between calls
+                // (timing, checking, turns for the others) is never counted.
+                let window = counting ? allocations?.window(worker) : nil
                 // A histogram is a few hundred kilobytes: with a thousand callers, the first
                 // ones' samples are plenty. The others still read the clock per batch.
                 let samples = worker < Self.sampledWorkers
@@ -101,11 +102,14 @@ extension SteadyDriver {
                 /// checked and counted.
                 func timedRead(from start: UInt64, notBefore: TokenInstant, since wall: Int64) async {
                     do throws(SessionError) {
+                        window?.open()
                         let token = try await store.validToken()
+                        window?.close()
                         report.sample(write: false, from: start, bracket: floor)
                         checker.check(token, notBefore: notBefore)
                         report.operations += 1
                     } catch {
+                        window?.close()
                         failed(error, since: wall)
                     }
                 }
@@ -124,9 +128,13 @@ extension SteadyDriver {
                         await timedRead(from: t0, notBefore: notBefore, since: wall)
                         for _ in 1..<pacing.batch {
                             do throws(SessionError) {
-                                checker.check(try await store.validToken(), notBefore: notBefore)
+                                window?.open()
+                                let token = try await store.validToken()
+                                window?.close()
+                                checker.check(token, notBefore: notBefore)
                                 report.operations += 1
                             } catch {
+                                window?.close()
                                 failed(error, since: wall)
                             }
                         }
@@ -145,8 +153,10 @@ extension SteadyDriver {
                         calls += 1
                         do throws(SessionError) {
                             let isWrite = calls % writeEvery == 0
+                            window?.open()
                             let token =
                                 try await (isWrite && held != nil ? store.tokenRejected(held!) : store.validToken())
+                            window?.close()
                             if isWrite {
                                 report.sample(write: true, from: t0, bracket: floor)
                             } else {
@@ -156,6 +166,7 @@ extension SteadyDriver {
                             held = token
                             report.operations += 1
                         } catch {
+                            window?.close()
                             failed(error, since: wall)
                         }
                         checker.endBatch()
@@ -177,12 +188,10 @@ extension SteadyDriver {
                     }
                     if intended < deadline { report.unissued = (deadline - intended + interval - 1) / interval }
                 }
-                report.yields = pacing.yields
                 report.endTicks = SampleClock.ticks()
                 latch.finish(report)
             }
         }
-        let before = counter?.begin()
         let start = ContinuousClock.now
         await line.arriveAndWait()
         var deadline = start + duration + runner.hangTimeout
@@ -219,24 +228,8 @@ extension SteadyDriver {
         if let reports, let last = reports.map(\.endTicks).max(), let begin = shared.started, last > begin {
             seconds = clock.nanoseconds(ticks: last - begin) / 1e9
         }
-        var allocations: AllocationCounter.Snapshot?
-        if let after = counter?.end(), let before {
-            allocations = .init(count: after.count - before.count, bytes: after.bytes - before.bytes)
-        }
-        return Loop(reports: reports, seconds: seconds, allocations: allocations, stuck: tasks - latch.finishedCount)
-    }
-
-    /// Allocations (count, bytes) one `Task.yield()` costs, with two tasks taking turns as
-    /// steady callers do.
-    static func yieldCost(_ counter: AllocationCounter) async -> (count: Double, bytes: Double) {
-        let turns = 5_000
-        let before = counter.begin()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<2 { group.addTask { for _ in 0..<turns { await Task.yield() } } }
-        }
-        let after = counter.end()
-        let total = Double(2 * turns)
-        return (Double(after.count &- before.count) / total, Double(after.bytes &- before.bytes) / total)
+        let counted = counting ? allocations?.finish(everyCallerFinished: latch.finishedCount == tasks) : nil
+        return Loop(reports: reports, seconds: seconds, allocations: counted, stuck: tasks - latch.finishedCount)
     }
 
     /// The next batch size: halved when a batch outlasts the time slice (a slow store must not

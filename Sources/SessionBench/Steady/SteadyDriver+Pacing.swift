@@ -21,8 +21,6 @@ extension SteadyDriver {
         /// Calls in the next batch.
         private(set) var batch = 1
         private var batchStart: UInt64 = 0
-        /// Turns given to the others.
-        private(set) var yields: UInt64 = 0
 
         init(slice: UInt64, duration: UInt64, shared: SharedRun, start: UInt64) {
             self.slice = slice
@@ -49,7 +47,6 @@ extension SteadyDriver {
                     return now
                 }
                 await Task.yield()
-                yields += 1
                 lookForDeadline()
                 nextYield = SampleClock.ticks() + slice
                 batchStart = 0

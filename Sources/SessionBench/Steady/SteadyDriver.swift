@@ -16,9 +16,10 @@ import TokenServer
 /// coordinated-omission correction of wrk2).
 ///
 /// Three loops run: the measured one over an empty store first (what the harness itself
-/// costs: its allocations are taken out of the store's, its throughput is the ceiling), a bare
-/// loop over the store with no timing and no checks (what the store does when nobody
-/// watches), then the measured loop over the store.
+/// costs: its throughput is the ceiling), a bare loop over the store with no timing and no
+/// checks (what the store does when nobody watches), then the measured loop over the store,
+/// whose allocations are counted inside each caller's calls to the store and nowhere else
+/// (``CallerAllocations``): the harness's own are never in the count, so none are taken out.
 struct SteadyDriver: ContextDriver {
     let context: DriverContext
 
@@ -53,10 +54,8 @@ struct SteadyDriver: ContextDriver {
             account: 0, kind: .signIn(slot: 0, family: server.ledger.entries.first?.family), startedNanos: signInStart,
             returnedNanos: TokenServer.realNanoseconds())
         let short = min(scenario.duration, .milliseconds(100))
-        var perYield: (count: Double, bytes: Double)?
-        if let counter { perYield = await Self.yieldCost(counter) }
         let empty = await loop(
-            EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, counter, checked: false)
+            EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, nil, checked: false)
         let bare = await loop(store, .bare, short, nil, checked: false)
         // writes-under-reads: the writer runs through the measured loop (and the synchronous
         // reads below), never through the loops that set the harness's figures.
@@ -73,16 +72,7 @@ struct SteadyDriver: ContextDriver {
             asyncWrites = tally
         }
         outcome.seconds = measured.seconds
-        if let total = measured.allocations, let fixed = empty.allocations {
-            // The harness's cost: the empty-store loop's, plus the turns the longer measured loop
-            // took beyond it (the number of turns follows time, not calls).
-            let extraYields = Double(measured.yields > empty.yields ? measured.yields - empty.yields : 0)
-            let harnessCount = fixed.count + UInt64(extraYields * (perYield?.count ?? 0))
-            let harnessBytes = fixed.bytes + UInt64(extraYields * (perYield?.bytes ?? 0))
-            outcome.allocations = .init(
-                count: total.count - min(total.count, harnessCount), bytes: total.bytes - min(total.bytes, harnessBytes)
-            )
-        }
+        outcome.allocations = measured.allocations
         for stage in [("bare loop", bare), ("steady reads", measured)] {
             guard stage.1.reports == nil else { continue }
             outcome.hang = .init(
