@@ -174,6 +174,32 @@ extension ContractJudgeTests {
         #expect(history.judge([history.call(.error(.signedOut), caller: 2)]).isEmpty, "and after it")
     }
 
+    @Test("'signed out' after the server's refusal says the store knew: a token of that session after it is I27")
+    func signedOutAfterRefusalIsFinal() async throws {
+        var history = History()
+        let grant = try await history.signIn(0)
+        let started = TokenServer.realNanoseconds()
+        history.server.revokeSessions(of: history.subjects[0][0])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(grant.refreshToken) }
+        let told = Self.call(history, .error(.signedOut), started: started)
+        let cached = history.call(history.token(grant.accessToken), caller: 2)
+        #expect(history.judge([told, cached]) == [.revocationFinal])
+        #expect(history.judge([cached]).isEmpty, "nobody was told yet: the store may not know")
+    }
+
+    @Test("'refresh failed' with the server's refusal behind it is I12: the session is over, it will not pass")
+    func refreshFailedAfterRefusal() async throws {
+        var history = History()
+        var grant = try await history.signIn(0)
+        // Three refreshes first: the store's own rate limit would excuse a bare 'refresh failed'.
+        for _ in 0..<3 { grant = try await history.server.refresh(grant.refreshToken) }
+        let started = TokenServer.realNanoseconds()
+        history.server.revokeSessions(of: history.subjects[0][0])
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(grant.refreshToken) }
+        #expect(history.judge([Self.call(history, .error(.refreshFailed), started: started)]) == [.served])
+        #expect(history.judge([Self.call(history, .error(.refreshTokenRevoked), started: started)]).isEmpty)
+    }
+
     @Test("'cancelled' only for a caller that was cancelled (I11); any other error from a token request is I12")
     func otherErrors() async throws {
         var history = History()

@@ -30,7 +30,18 @@ extension ContractJudge {
                     summary: "\(who) got 'refresh failed': the refresh it waited on was cancelled with another caller",
                     trace: ["the server saw the refresh's connection dropped: " + Oracle.describe(cancelled)])
             }
-            if !during.isEmpty || isStoreLimitRefusal(call, timeline) { return nil }
+            if !during.isEmpty { return nil }
+            // The server refused the session: it is over, and 'refresh failed' tells the app to
+            // try again. (Before the store's own rate limit: the refusal explains the failure.)
+            if let refused = families.compactMap({ timeline.sessions[$0]?.refusedAt }).filter({ $0 <= call.endedNanos }).min() {
+                return Finding(
+                    invariant: .served,
+                    summary:
+                        "\(who) got 'refresh failed' (may pass) though the server had refused its session's refresh token: the session is over ('refresh token revoked' or 'signed out')",
+                    trace: ["the refusal was answered at \(relative(refused, timeline))"]
+                        + attemptsTrace(refreshes, during: call, timeline))
+            }
+            if isStoreLimitRefusal(call, timeline) { return nil }
             let earlier = refreshes.filter { $0.isPassingFailure && ($0.respondedAt ?? .max) < call.startedNanos }
             if let last = earlier.last {
                 return Finding(

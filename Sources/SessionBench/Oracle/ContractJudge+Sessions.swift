@@ -19,15 +19,15 @@ extension ContractJudge {
         let before =
             earlier.map {
                 "the account's session was family \($0.family)\($0.slot != session.slot ? " (another user)" : ""), "
-                    + "signed in at +\(relative($0.began.startedNanos, timeline))"
+                    + "signed in at \(relative($0.began.startedNanos, timeline))"
             } ?? "no session was current"
         return Finding(
             invariant: switched ? .noCrossUserLeak : .signOutFence,
             summary:
                 "\(who) got generation \(token.generation) of a session whose sign-in began after the call started: a call belongs to the session current when it started",
             trace: [
-                "when the call started at +\(relative(call.startedNanos, timeline)), \(before)",
-                "family \(session.family)'s sign-in started at +\(relative(session.began.startedNanos, timeline)); the call returned its generation \(token.generation)",
+                "when the call started at \(relative(call.startedNanos, timeline)), \(before)",
+                "family \(session.family)'s sign-in started at \(relative(session.began.startedNanos, timeline)); the call returned its generation \(token.generation)",
             ] + issuance(of: token.generation, timeline))
     }
 }

@@ -25,7 +25,7 @@ extension ContractJudge {
                     Finding(
                         invariant: .durableRotation,
                         summary:
-                            "\(call.phase): caller \(call.caller) was handed generation \(token.generation) before the store saved it",
+                            "\(call.who) was handed generation \(token.generation) before the store saved it",
                         trace: [
                             "the storage's last writes before the call returned: "
                                 + (["none"] + writes.filter { $0.at <= call.endedNanos }.suffix(3).map {
@@ -48,7 +48,7 @@ extension ContractJudge {
                     summary:
                         "the store's currentToken() answered with generation \(seen) while its save of generation \(saving) was still under way: the token was out before it was saved",
                     trace: [
-                        "read from a harness thread during the save, which ended at +\(relative(write.at, timeline))"
+                        "read from a harness thread during the save, which ended at \(relative(write.at, timeline))"
                     ]))
             break
         }
@@ -64,7 +64,7 @@ extension ContractJudge {
                     summary: write.refreshUnknown
                         ? "the store saved generation \(saving) beside a refresh token the server never issued"
                         : "the store saved generation \(saving) beside the refresh token issued with generation \(write.refreshIssuedWith!): a restart would present a refresh token of another grant",
-                    trace: ["the save ended at +\(relative(write.at, timeline))"]))
+                    trace: ["the save ended at \(relative(write.at, timeline))"]))
             break
         }
         // No save of a session after its end returned.
@@ -79,7 +79,7 @@ extension ContractJudge {
                     summary:
                         "the store saved generation \(generation) of a session after \(ended.isSignIn ? "a sign-in" : "the sign-out") that ended it returned",
                     trace: [
-                        "family \(owner) ended at +\(relative(ended.returnedNanos, timeline)); the save came at +\(relative(write.at, timeline))"
+                        "family \(owner) ended at \(relative(ended.returnedNanos, timeline)); the save came at \(relative(write.at, timeline))"
                     ]))
             break
         }
@@ -98,7 +98,7 @@ extension ContractJudge {
                         invariant: .signOutDurable,
                         summary:
                             "the storage was not cleared by the \(end.isSignIn ? "sign-in" : "sign-out"): it held generation \(before!.generation!) of the session that ended",
-                        trace: ["the \(end.isSignIn ? "sign-in" : "sign-out") ran from +\(relative(end.startedNanos, timeline)) to +\(relative(end.returnedNanos, timeline)) with no clear of the storage"]))
+                        trace: ["the \(end.isSignIn ? "sign-in" : "sign-out") ran from \(relative(end.startedNanos, timeline)) to \(relative(end.returnedNanos, timeline)) with no clear of the storage"]))
                 break
             }
         }

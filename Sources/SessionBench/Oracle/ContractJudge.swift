@@ -18,11 +18,14 @@ import TokenServer
 /// An error needs a cause in the call's own session, while the call was under way:
 /// - `refreshFailed`: a refresh of that session failed in a way that may pass and was answered
 ///   while the call waited. None, but one failed earlier: the store replays an old failure (I10,
-///   sticky). None at all: the store gave up without asking the server (I12).
+///   sticky). None at all: the store gave up without asking the server (I12). The server refused
+///   the session by then: the session is over, and it will not pass (I12).
 /// - `refreshTokenRevoked`: the server refused that session's refresh token before the call
 ///   returned; otherwise the store ended the session on its own (I13).
 /// - `signedOut`: no session was current when the call started, or a sign-in or sign-out ran
-///   while it waited, or the server had refused the session; otherwise I13.
+///   while it waited, or the server had refused the session by the time it returned; otherwise
+///   I13. Told after a refusal, it says the store knew the session was over, as
+///   `refreshTokenRevoked` does (I27).
 /// - `cancelled`: only for a caller the harness cancelled (I11).
 /// - anything else from a token request: I12.
 struct ContractJudge {
@@ -45,7 +48,8 @@ struct ContractJudge {
     static let limitWindow: Int64 = 30_000_000_000
     /// The highest generation of each session handed out, over time.
     private(set) var watermark = Watermark()
-    /// When a call of each session first returned `refreshTokenRevoked`: the store knew.
+    /// When a call of each session first returned `refreshTokenRevoked`, or `signedOut` once the
+    /// server had refused the session: the store knew.
     private(set) var revokedTold: [UInt64: Int64] = [:]
     /// When each `tokenRejected` of a generation ran (real nanoseconds, start and return). While
     /// one runs, the store may have a refresh of it under way that the server has not seen yet:
@@ -72,8 +76,10 @@ struct ContractJudge {
             guard case .tokenRejected(let generation) = call.request else { continue }
             rejections[generation, default: []].append((call.startedNanos, call.endedNanos))
         }
+        // Told the session is over because the server refused it: 'refresh token revoked', or
+        // 'signed out' by the end of a call whose session the server had refused (ErrorRule).
         for call in calls {
-            guard call.error == .refreshTokenRevoked else { continue }
+            guard call.error == .refreshTokenRevoked || call.error == .signedOut else { continue }
             for family in timeline.current(account: call.account, at: call.startedNanos).families
             where timeline.sessions[family]?.refusedAt.map({ $0 <= call.endedNanos }) == true {
                 revokedTold[family] = min(revokedTold[family] ?? .max, call.endedNanos)
@@ -119,7 +125,7 @@ struct ContractJudge {
                             summary:
                                 "\(late.count) refresh call(s) of a session after \(switched ? "another user's sign-in" : ended.isSignIn ? "a new sign-in" : "its sign-out") returned: something kept the ended session alive",
                             trace: [
-                                "family \(session.family) ended when the \(ended.isSignIn ? "sign-in" : "sign-out") returned at +\(relative(ended.returnedNanos, timeline))",
+                                "family \(session.family) ended when the \(ended.isSignIn ? "sign-in" : "sign-out") returned at \(relative(ended.returnedNanos, timeline))",
                                 "then: " + Oracle.describe(first),
                             ]))
                 }
@@ -134,7 +140,7 @@ struct ContractJudge {
                         summary:
                             "a refresh of a session the server had refused: the session is over until the next sign-in",
                         trace: [
-                            "the refusal was answered at +\(relative(over, timeline))"
+                            "the refusal was answered at \(relative(over, timeline))"
                                 + (session.refusedAt.flatMap { at in
                                     refreshes.first { $0.respondedAt == at }.map { ": " + Oracle.describe($0) }
                                 } ?? ""),
@@ -186,7 +192,7 @@ struct ContractJudge {
 
     private func judge(_ call: ObservedCall, _ facts: Facts) -> Finding? {
         let timeline = facts.timeline
-        let who = "\(call.phase): caller \(call.caller)"
+        let who = call.who
         switch call.answer {
         case .token(let token):
             return judgeToken(token, call: call, who: who, timeline)
@@ -247,8 +253,8 @@ struct ContractJudge {
                 invariant: switched ? .noCrossUserLeak : .signOutFence,
                 summary: "\(who) started after \(how) returned and got generation \(token.generation) of the ended session",
                 trace: [
-                    "family \(session.family) ended: \(how) returned at +\(relative(ended.returnedNanos, timeline))",
-                    "\(what) started at +\(relative(call.startedNanos, timeline)) and returned generation \(token.generation) (family \(session.family))",
+                    "family \(session.family) ended: \(how) returned at \(relative(ended.returnedNanos, timeline))",
+                    "\(what) started at \(relative(call.startedNanos, timeline)) and returned generation \(token.generation) (family \(session.family))",
                 ] + issuance(of: token.generation, timeline))
         }
         // I8, I9: the session current when the call started, not one a sign-in began later —
@@ -261,8 +267,8 @@ struct ContractJudge {
                 summary:
                     "\(who) got generation \(token.generation) of a session the store had already said the server refused",
                 trace: [
-                    "a call of family \(session.family) returned 'refresh token revoked' at +\(relative(told, timeline))",
-                    "\(what) started at +\(relative(call.startedNanos, timeline)) and returned generation \(token.generation)",
+                    "a call of family \(session.family) returned 'refresh token revoked' at \(relative(told, timeline))",
+                    "\(what) started at \(relative(call.startedNanos, timeline)) and returned generation \(token.generation)",
                 ] + (session.refusedAt.map { at in
                     timeline.refreshes(of: session.family).first { $0.respondedAt == at }.map {
                         ["refused by " + Oracle.describe($0)]
@@ -301,7 +307,7 @@ struct ContractJudge {
                     "\(who) got generation \(token.generation) after generation \(seen.generation) of the same session had been handed out",
                 trace: [
                     "\(seen.phase): caller \(seen.caller) got generation \(seen.generation) and returned before the later call started",
-                    "\(call.phase): caller \(call.caller) then got the older generation \(token.generation)",
+                    "\(call.who) then got the older generation \(token.generation)",
                 ])
         }
         // I6: a 401 brings a newer token than the one refused.
@@ -407,8 +413,9 @@ struct ContractJudge {
         return responded >= call.startedNanos && responded <= call.endedNanos
     }
 
+    /// `+1.250ms` after the run's first server call, `-0.008ms` before it.
     func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
-        String(format: "%.3fms", Double(nanos - (timeline.entries.first?.sentAt ?? 0)) / 1e6)
+        String(format: "%+.3fms", Double(nanos - (timeline.entries.first?.sentAt ?? 0)) / 1e6)
     }
 
     func issuance(of generation: UInt64, _ timeline: SessionTimeline) -> [String] {
@@ -422,7 +429,7 @@ struct ContractJudge {
             ($0.respondedAt ?? .max) >= call.startedNanos - 1_000_000_000 && $0.sentAt <= call.endedNanos
         }
         let head =
-            "the call ran from +\(relative(call.startedNanos, timeline)) to +\(relative(call.endedNanos, timeline))"
+            "the call ran from \(relative(call.startedNanos, timeline)) to \(relative(call.endedNanos, timeline))"
         if window.isEmpty { return [head, "no refresh of its session reached the server around it"] }
         return [head] + window.suffix(3).map { "around it: " + Oracle.describe($0) }
     }

@@ -52,7 +52,8 @@ struct ErrorRule: Sendable {
             error: .refreshFailed, promise: "may pass; the next call may refresh again",
             check: """
                 **I10**: needs a refresh of the call's own session that failed while it waited (an old failure \
-                replayed is sticky); waiters of a failed refresh do not each retry; **I12** with no failure behind it
+                replayed is sticky); waiters of a failed refresh do not each retry; **I12** with no failure behind \
+                it, or with the server's refusal of the session behind it (the session is over: it may not pass)
                 """,
             exercisedBy: "`flaky-server`: transient, timeout, outage, back to back, a lost answer"),
         ErrorRule(

@@ -71,6 +71,9 @@ struct ObservedCall: Sendable {
 
     var nanoseconds: Int64 { endedNanos - startedNanos }
 
+    /// Who made it, as traces say: `round 3, wave B: caller 12`, or the coordinator's own probe.
+    var who: String { "\(phase): " + (caller < 0 ? "the coordinator" : "caller \(caller)") }
+
     var token: Issued? { if case .token(let issued) = answer { issued } else { nil } }
     var error: SessionError? { if case .error(let error) = answer { error } else { nil } }
     var isSyncRead: Bool { request == .currentToken }

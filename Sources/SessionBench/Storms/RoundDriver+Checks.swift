@@ -67,7 +67,7 @@ extension RoundDriver {
                         trace: [
                             "round \(round): the refresh was held at the server while callers waited",
                             "the \(fence) returned; then the held refresh was released and landed",
-                            "\(call.phase): caller \(call.caller) got generation \(issued.generation) (family \(family), ended)",
+                            "\(call.who) got generation \(issued.generation) (family \(family), ended)",
                         ]
                             + (server.ledger.entries.first { $0.issuedGeneration == issued.generation }.map {
                                 ["issued by " + Oracle.describe($0)]
@@ -80,7 +80,7 @@ extension RoundDriver {
                         "a waiter of the refresh discarded by the \(fence) got generation \(issued.generation), not 'signed out' (round \(round))",
                         trace: [
                             "round \(round): the refresh was held at the server while callers waited; the \(fence) returned before it landed",
-                            "\(call.phase): caller \(call.caller) got generation \(issued.generation)",
+                            "\(call.who) got generation \(issued.generation)",
                         ])
                     return
                 }

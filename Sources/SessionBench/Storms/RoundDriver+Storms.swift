@@ -109,7 +109,7 @@ extension RoundDriver {
                     .staleRejectionDoesNotRefresh,
                     "a stale 401 returned generation \(issued.generation), not the current \(current.generation) (round \(round))",
                     trace: [
-                        "\(call.phase): caller \(call.caller) reported a 401 for generation \(stale[call.account]!.generation)",
+                        "\(call.who) reported a 401 for generation \(stale[call.account]!.generation)",
                         "the store's current token was generation \(current.generation); the call returned \(issued.generation)",
                     ])
             }
