@@ -66,6 +66,16 @@ struct OracleTests {
         }
     }
 
+    @Test("a sign-out that waits for the refresh in flight is hung in sign-out, and the report says the round held it")
+    func signOutWaitsForTheNetwork() async throws {
+        let runner = ScenarioRunner(hangTimeout: .milliseconds(500))
+        let result = await runner.run(SignOutAwaitsRefreshStore.descriptor("sign-out-waits"), try Self.small("sign-out-race"))
+        #expect(result.verdict == .hung)
+        let hang = try #require(result.hang)
+        #expect(hang.operation == .signOut)
+        #expect(hang.detail?.contains("the store waited for the refresh in flight") == true, "\(hang.detail ?? "")")
+    }
+
     @Test("every correct store passes every default scenario", arguments: StoreCatalog.correct)
     func control(_ store: StoreDescriptor) async throws {
         for preset in ScenarioCatalog.defaults where preset.applies(to: store) && !preset.needsStorage {

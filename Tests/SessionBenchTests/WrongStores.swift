@@ -145,3 +145,12 @@ final class PoisonedByCancellationStore: WrappedStore, @unchecked Sendable {
         return try outcome.get()
     }
 }
+
+/// I3: sign-out first waits for the refresh in flight, then ends the session: a sign-out that
+/// waits on the network, which a slow server stalls.
+final class SignOutAwaitsRefreshStore: WrappedStore, @unchecked Sendable {
+    override func signOut() async {
+        _ = try? await inner.validToken()
+        await inner.signOut()
+    }
+}

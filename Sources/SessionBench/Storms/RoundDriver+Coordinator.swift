@@ -175,9 +175,16 @@ extension RoundDriver {
         let value = await latch.wait(until: deadline)?.first ?? latch.partialResults.first
         watch.back()
         guard let value else {
+            var detail = refreshStatus()
+            if operation == .signOut || operation == .signIn, server.gate.waitingCount > 0 {
+                // The round holds the refresh until the fence returns: the store waited on the network.
+                detail += "; the round holds that refresh at the server until the \(operation == .signOut ? "sign-out" : "sign-in") "
+                    + "returns, as a slow or unreachable server would: the store waited for the refresh in flight, "
+                    + "where the contract discards a refresh that lands after the fence (its waiters get 'signed out')"
+            }
             outcome.hang = .init(
                 stuckCallers: 1, ofCallers: 1, operation: operation, waitedSeconds: runner.hangTimeout.secondsValue,
-                phase: phase, detail: refreshStatus())
+                phase: phase, detail: detail)
             return nil
         }
         return value
