@@ -32,12 +32,15 @@ extension SharedStorageDriver {
         case problem(String)
         /// The process found the storage's server out of reach.
         case unreachable(String)
+        /// A storage call of the process failed to write (a full disk, a failing one).
+        case storageFailed(String)
     }
 
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
     /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
-    /// A database out of reach stops it as an error of the run, never a hang or a finding
-    /// against the store: said by a process, or found by the driver when a process went quiet.
+    /// A database out of reach, or a disk that refused a write, stops it as an error of the run,
+    /// never a hang or a finding against the store: said by a process, or (a database) found by
+    /// the driver when a process went quiet.
     func accept(
         _ heard: [Heard], links: [SessionProcessLink], phase: String, directory: String, secrets: inout Secrets,
         outcome: inout DriverOutcome
@@ -51,10 +54,12 @@ extension SharedStorageDriver {
             switch part.end {
             case .complete: continue
             case .unreachable(let why):
-                outcome.failure = Self.unreachable(why)
+                outcome.storageFailed(Self.unreachable(why))
+            case .storageFailed(let why):
+                outcome.storageFailed("\(why) (session process \(index), \(phase))")
             case .timedOut:
                 if let why = databaseOutOfReach(directory) {
-                    outcome.failure = Self.unreachable(why)
+                    outcome.storageFailed(Self.unreachable(why))
                     break
                 }
                 let expected = instancesPerProcess * scenario.tasks
@@ -82,9 +87,6 @@ extension SharedStorageDriver {
 
     /// The run's failure when the database is out of reach.
     static func unreachable(_ why: String) -> String { "database unreachable: \(why)" }
-
-    /// Whether `failure` is a database out of reach.
-    static func lostDatabase(_ failure: String?) -> Bool { failure?.hasPrefix(unreachable("")) == true }
 
     /// How long a process may say nothing before it counts as hung: the hang timeout, and the
     /// storage lock's timeout on top, for a holder may wait that long on a stalled or dead holder's
@@ -140,6 +142,9 @@ extension SharedStorageDriver {
                                 return (index, heard)
                             case .unreachable(let why):
                                 heard.end = .unreachable(why)
+                                return (index, heard)
+                            case .storageFailed(let why):
+                                heard.end = .storageFailed(why)
                                 return (index, heard)
                             default: continue
                             }
