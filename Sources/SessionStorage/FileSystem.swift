@@ -15,7 +15,7 @@ import SessionContract
 ///
 /// Kept apart from ``AtomicFile`` so the deliberately non-atomic backend can reuse the same
 /// careful byte loop while skipping the steps that make a replacement atomic.
-enum FileSystem {
+public enum FileSystem {
     /// The last path component: what error messages name.
     static func name(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
@@ -34,8 +34,8 @@ enum FileSystem {
     }
 
     /// The text of an `errno` value, with its name where it is one a disk gives
-    /// (`No space left on device (ENOSPC)`).
-    static func message(_ code: Int32) -> String {
+    /// (`No space left on device (ENOSPC)`): how every storage error says the system's cause.
+    public static func message(_ code: Int32) -> String {
         let text = String(cString: strerror(code))
         return errnoNames[code].map { "\(text) (\($0))" } ?? text
     }

@@ -55,6 +55,27 @@ struct StorageFaultRunTests {
         return (results, run.stdout + run.stderr)
     }
 
+    @Test("a TMPDIR where no folder can be made: the scenarios over storage are errors saying so; the others run", arguments: [false, true])
+    func noStorageRoot(inProcess: Bool) async throws {
+        let scratch = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let file = scratch.appendingPathComponent("results.json")
+        let run = try await ToolProcess.run(
+            [
+                "compare", "--stores", "mutex", "--scenario", "expiry-storm,crash-restart:json-file", "--rounds", "2",
+                "--output", file.path, "--quiet",
+            ] + (inProcess ? ["--in-process"] : []),
+            environment: ["TMPDIR": scratch.appendingPathComponent("missing").path])
+        struct Report: Decodable { let results: [Result] }
+        let results = try JSONDecoder().decode(Report.self, from: Data(contentsOf: file)).results
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(results.map(\.scenario) == ["expiry-storm", "crash-restart:json-file"])
+        #expect(results.first?.verdict == "pass")
+        #expect(results.last?.verdict == "error")
+        #expect(results.last?.failure?.contains("could not make the run's storage folder") == true, "\(results.last?.failure ?? "")")
+        #expect(results.last?.failure?.contains("(TMPDIR): No such file or directory (ENOENT)") == true)
+    }
+
     @Test("ENOSPC and EIO, at a write or past a byte count: every storage scenario on every backend is an error naming the cause", arguments: faults)
     func everyRunIsAnError(fault: String) async throws {
         let (results, printed) = try await Self.run(fault)
