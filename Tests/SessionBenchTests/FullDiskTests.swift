@@ -56,6 +56,32 @@ struct FullDiskTests {
         }
         #expect(try tmpfs.leftBehind() == [], "nothing but the filler on the tmpfs")
     }
+
+    @Test("4 KiB free, shared-storage again and again: a holder whose save the disk refused never leaves the others waiting on it")
+    func sharedStorageOnAFullDisk() async throws {
+        let tmpfs = try SmallTmpfs(bytes: 1 << 20, free: 4096)
+        defer { tmpfs.unmount() }
+        let scratch = try ToolProcess.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let file = scratch.appendingPathComponent("results.json")
+        // The session saved, one page; the first refresh's save needs a second: one instance
+        // fails it while the other instance of its process, or of the other, waits for the lock.
+        let run = try await ToolProcess.run(
+            [
+                "compare", "--stores", "lock-free-read,mutex,nslock,barrier-queue,serial-queue", "--scenario",
+                "shared-storage:json-file,shared-storage:encrypted-file", "--repeats", "3", "--output", file.path, "--quiet",
+            ],
+            environment: ["TMPDIR": tmpfs.path], timeout: 600)
+        struct Report: Decodable { let results: [Result] }
+        let results = try JSONDecoder().decode(Report.self, from: Data(contentsOf: file)).results
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(results.count == 30)
+        for result in results {
+            #expect(result.verdict == "error", "\(result.store) × \(result.scenario): \(result.verdict) \(result.failure ?? "")")
+            #expect(result.failure?.contains("(ENOSPC)") == true, "\(result.failure ?? "no failure")")
+        }
+        #expect(try tmpfs.leftBehind() == [])
+    }
 }
 
 /// A tmpfs of its own, mounted on a fresh folder and filled to leave `free` bytes.

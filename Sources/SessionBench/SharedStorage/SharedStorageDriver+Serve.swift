@@ -50,13 +50,19 @@ extension SharedStorageDriver {
             for nanoseconds in part.saves { outcome.latencies.record(.save, nanoseconds: nanoseconds) }
             outcome.transportOverheads += part.overheads
         }
+        // A disk that refused a write stopped every process (``serve``): the others' ends are its.
+        for (index, part) in heard.enumerated() {
+            guard case .storageFailed(let why) = part.end else { continue }
+            outcome.storageFailed("\(why) (session process \(index), \(phase))")
+            return false
+        }
         for (index, part) in heard.enumerated() {
             switch part.end {
             case .complete: continue
             case .unreachable(let why):
                 outcome.storageFailed(Self.unreachable(why))
-            case .storageFailed(let why):
-                outcome.storageFailed("\(why) (session process \(index), \(phase))")
+            case .storageFailed:
+                break  // above
             case .timedOut:
                 if let why = databaseOutOfReach(directory) {
                     outcome.storageFailed(Self.unreachable(why))
@@ -96,6 +102,8 @@ extension SharedStorageDriver {
     /// Serves every process at once — their token-endpoint calls go to the server — until each
     /// has sent what `enough` asks for, or goes quiet for ``patience``.
     /// Processes in `dead` (killed by the driver) are not waited on; their part is empty.
+    /// A process whose disk refused a write ends the run: every process is killed then, so none
+    /// waits on one that is no longer served (a holder of the lock asking for a refresh).
     func serve(
         _ links: [SessionProcessLink], server: TokenServer, dead: Set<Int> = [],
         until enough: @escaping @Sendable (Heard) -> Bool
@@ -145,6 +153,7 @@ extension SharedStorageDriver {
                                 return (index, heard)
                             case .storageFailed(let why):
                                 heard.end = .storageFailed(why)
+                                for other in links { other.kill() }
                                 return (index, heard)
                             default: continue
                             }
