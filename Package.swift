@@ -72,6 +72,8 @@ let package = Package(
                 "SessionContract",
                 .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Storage"])),
                 .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Storage"])),
+                // SQLite's own C interface: its file layer's system calls, behind a storage fault.
+                .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Storage"])),
             ],
             swiftSettings: imports),
         // The in-process OAuth token server: rotation, reuse detection, latency, faults, ledger.

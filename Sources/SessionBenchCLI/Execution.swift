@@ -86,22 +86,43 @@ struct Execution {
         progress: @escaping @Sendable (ScenarioResult) -> Void = { _ in }
     ) async -> [ScenarioResult] {
         let setup = setup ?? self.setup
+        guard scenarios.contains(where: \.needsStorage) else {
+            return await run(store: store, scenarios: scenarios, setup: setup, storageRoot: nil, progress: progress)
+        }
+        // Scenarios over storage keep their folders under a root this process owns, removed at the
+        // end or by a signal (or, past a SIGKILL, by the next run). Without one they cannot run:
+        // each ends in error, saying why, and the others run.
+        switch StorageRoots.make() {
+        case .success(let root):
+            defer { StorageRoots.retire(root) }
+            return await run(store: store, scenarios: scenarios, setup: setup, storageRoot: root, progress: progress)
+        case .failure(let refusal):
+            let others = scenarios.filter { !$0.needsStorage }
+            var ran = others.isEmpty
+                ? [] : await run(store: store, scenarios: others, setup: setup, storageRoot: nil, progress: progress)[...]
+            return scenarios.map { scenario in
+                guard scenario.needsStorage else { return ran.removeFirst() }
+                let result = IsolatedRun.failed(store, scenario, .error, refusal.description)
+                progress(result)
+                return result
+            }
+        }
+    }
+
+    /// `store` through `scenarios`, their storage folders under `storageRoot`.
+    private func run(
+        store: StoreDescriptor, scenarios: [Scenario], setup: MeasuringSetup, storageRoot: String?,
+        progress: @escaping @Sendable (ScenarioResult) -> Void
+    ) async -> [ScenarioResult] {
         guard options.inProcess else {
             return await IsolatedRun.run(
                 store: store, scenarios: scenarios, hangTimeout: options.hangTimeout, setup: setup,
-                transport: options.transport, progress: progress)
+                transport: options.transport, storageRoot: storageRoot, progress: progress)
         }
         // In process, this process is the measuring one: it counts with the chosen counter.
         setenv(AllocationCounter.counterVariable, setup.counter.rawValue, 1)
-        // Its storage folders go under a root it owns, removed at the end or by a signal.
-        let storageRoot = scenarios.contains(where: \.needsStorage) ? StorageRoots.make() : nil
         if let storageRoot { setenv(StorageFolders.rootVariable, storageRoot, 1) }
-        defer {
-            if let storageRoot {
-                unsetenv(StorageFolders.rootVariable)
-                StorageRoots.retire(storageRoot)
-            }
-        }
+        defer { if storageRoot != nil { unsetenv(StorageFolders.rootVariable) } }
         var results: [ScenarioResult] = []
         for scenario in scenarios {
             let result = await runner.run(store, scenario)

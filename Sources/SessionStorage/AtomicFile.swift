@@ -21,9 +21,10 @@ public enum AtomicFile {
     /// exactly `mode` (the process's umask does not apply), whether or not it existed before.
     public static func write(_ data: Data, to path: String, mode: mode_t = 0o600) throws(StorageError) {
         let temporary = try writeTemporary(data, beside: path, mode: mode)
-        guard rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
+        let code = FileSystem.rename(temporary, to: path)
+        guard code == 0 else {
+            // Already failing: the temporary file goes if it can; the rename's cause is the error.
+            _ = FileSystem.unlink(temporary)
             throw FileSystem.writeFailed(path, code)
         }
         try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
@@ -33,18 +34,20 @@ public enum AtomicFile {
     /// did, which is then left untouched. Durable when it returns `true`.
     ///
     /// Uses `link`, which fails rather than replaces, so two processes creating the same file at
-    /// once agree on a single winner (what a key file needs: one key, whoever made it).
+    /// once agree on a single winner (what a key file needs: one key, whoever made it). The
+    /// temporary file it links from is removed, or the call fails: it is a copy of the contents.
     @discardableResult
     public static func createIfAbsent(_ data: Data, at path: String, mode: mode_t = 0o600) throws(StorageError)
         -> Bool
     {
         let temporary = try writeTemporary(data, beside: path, mode: mode)
-        defer { unlink(temporary) }
-        guard link(temporary, path) == 0 else {
-            let code = errno
-            if code == EEXIST { return false }
-            throw FileSystem.writeFailed(path, code)
+        let linked = FileSystem.link(temporary, to: path)
+        let removed = FileSystem.unlink(temporary)
+        guard linked == 0 else {
+            if linked == EEXIST, removed == 0 { return false }
+            throw FileSystem.writeFailed(path, linked == EEXIST ? removed : linked)
         }
+        guard removed == 0 else { throw FileSystem.writeFailed(path, removed) }
         try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path)
         return true
     }
@@ -57,11 +60,12 @@ public enum AtomicFile {
 
     /// Removes `path` durably, with the temporary files of writes to it that a crash cut short
     /// (they may hold an older version of the contents); a missing file (or folder) is already
-    /// removed and is not an error.
+    /// removed and is not an error. A leftover that cannot be removed fails the call: the
+    /// contents it holds would outlive the removal.
     public static func remove(_ path: String) throws(StorageError) {
-        let leftovers = removeLeftovers(of: path)
-        guard unlink(path) == 0 else {
-            let code = errno
+        let leftovers = try removeLeftovers(of: path)
+        let code = FileSystem.unlink(path)
+        guard code == 0 else {
             if code != ENOENT { throw FileSystem.writeFailed(path, code) }
             if leftovers > 0 { try FileSystem.syncFolder(FileSystem.folder(of: path), naming: path) }
             return
@@ -70,15 +74,19 @@ public enum AtomicFile {
     }
 
     /// Unlinks the temporary files `write(_:to:mode:)` leaves beside `path` when the process
-    /// dies mid-write; how many there were.
+    /// dies mid-write; how many there were. One that is there and cannot be unlinked fails it,
+    /// naming `path`'s file.
     @discardableResult
-    static func removeLeftovers(of path: String) -> Int {
+    static func removeLeftovers(of path: String) throws(StorageError) -> Int {
         let folder = FileSystem.folder(of: path)
         let prefix = ".\(FileSystem.name(of: path))."
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         var removed = 0
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
-            if unlink(FileSystem.join(folder, name)) == 0 { removed += 1 }
+            let code = FileSystem.unlink(FileSystem.join(folder, name))
+            // Gone meanwhile: another holder removed it.
+            guard code == 0 || code == ENOENT else { throw FileSystem.writeFailed(path, code) }
+            if code == 0 { removed += 1 }
         }
         return removed
     }
@@ -100,13 +108,14 @@ public enum AtomicFile {
         }
         guard fd >= 0 else { throw FileSystem.writeFailed(path, -fd) }
 
-        var code = fchmod(fd, mode) == 0 ? 0 : errno
-        if code == 0 { code = data.withUnsafeBytes { FileSystem.writeAll(fd, $0) } }
-        if code == 0 { code = FileSystem.sync(fd) }
+        var code = FileSystem.setMode(fd, mode, path: temporary)
+        if code == 0 { code = data.withUnsafeBytes { FileSystem.writeAll(fd, $0, path: temporary) } }
+        if code == 0 { code = FileSystem.sync(fd, path: temporary) }
         // `close` can report a deferred write error (network file systems), so it is checked too.
         if close(fd) != 0, code == 0 { code = errno }
         guard code == 0 else {
-            unlink(temporary)
+            // Already failing: the temporary file goes if it can; the first cause is the error.
+            _ = FileSystem.unlink(temporary)
             throw FileSystem.writeFailed(path, code)
         }
         return temporary

@@ -9,9 +9,13 @@ import SessionContract
 /// The system calls the backends are built from, each retried on `EINTR` and reporting failure as
 /// an `errno` value or a ``StorageError`` that names a file, never what is in it.
 ///
+/// Every call that changes what is on disk (a file created, written, synced, its mode set,
+/// renamed, linked, unlinked; a folder made) goes through here, and here a ``StorageFault`` set
+/// for its folder fails it as the kernel would.
+///
 /// Kept apart from ``AtomicFile`` so the deliberately non-atomic backend can reuse the same
 /// careful byte loop while skipping the steps that make a replacement atomic.
-enum FileSystem {
+public enum FileSystem {
     /// The last path component: what error messages name.
     static func name(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
@@ -29,18 +33,33 @@ enum FileSystem {
         path.hasSuffix("/") ? path + name : path + "/" + name
     }
 
-    /// The text of an `errno` value.
-    static func message(_ code: Int32) -> String {
-        String(cString: strerror(code))
+    /// The text of an `errno` value, with its name where it is one a disk gives
+    /// (`No space left on device (ENOSPC)`): how every storage error says the system's cause.
+    public static func message(_ code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        return errnoNames[code].map { "\(text) (\($0))" } ?? text
     }
+
+    /// The names of the `errno` values a storage call may meet.
+    static let errnoNames: [Int32: String] = [
+        ENOSPC: "ENOSPC", EIO: "EIO", EDQUOT: "EDQUOT", EROFS: "EROFS", EFBIG: "EFBIG", EACCES: "EACCES",
+        EPERM: "EPERM", ENOENT: "ENOENT", ENOTDIR: "ENOTDIR", EISDIR: "EISDIR", EEXIST: "EEXIST",
+        EMFILE: "EMFILE", ENFILE: "ENFILE", ENAMETOOLONG: "ENAMETOOLONG", EXDEV: "EXDEV", EBUSY: "EBUSY",
+        ENOMEM: "ENOMEM",
+    ]
 
     /// A write failure naming `path`'s file and the `errno` cause.
     static func writeFailed(_ path: String, _ code: Int32) -> StorageError {
         .writeFailed("\(name(of: path)): \(message(code))")
     }
 
-    /// Opens `path`, retrying on `EINTR`; the descriptor, or `-errno`.
+    /// Opens `path`, retrying on `EINTR`; the descriptor, or `-errno`. An open that creates the
+    /// file is a write.
     static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        if StorageFault.isSet, StorageFault.creates(path, flags: flags) {
+            let code = StorageFault.write(at: path)
+            if code != 0 { return -code }
+        }
         while true {
             #if canImport(Glibc)
             let fd = Glibc.open(path, flags, mode)
@@ -52,15 +71,18 @@ enum FileSystem {
         }
     }
 
-    /// Writes every byte of `bytes` to `fd`, looping on partial writes and `EINTR`; 0 or the `errno`.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+    /// Writes every byte of `bytes` to `fd`, the file at `path`, looping on partial writes and
+    /// `EINTR`; 0 or the `errno`.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) -> Int32 {
         guard let base = bytes.baseAddress else { return 0 }
         var offset = 0
         while offset < bytes.count {
+            let (allowed, fault) = StorageFault.data(at: path, count: bytes.count - offset)
+            if fault != 0 { return fault }
             #if canImport(Glibc)
-            let written = Glibc.write(fd, base + offset, bytes.count - offset)
+            let written = Glibc.write(fd, base + offset, allowed)
             #else
-            let written = Darwin.write(fd, base + offset, bytes.count - offset)
+            let written = Darwin.write(fd, base + offset, allowed)
             #endif
             if written < 0 {
                 if errno == EINTR { continue }
@@ -74,8 +96,10 @@ enum FileSystem {
         return 0
     }
 
-    /// Flushes `fd` to stable storage; 0 or the `errno`.
-    static func sync(_ fd: Int32) -> Int32 {
+    /// Flushes `fd`, the file or folder at `path`, to stable storage; 0 or the `errno`.
+    static func sync(_ fd: Int32, path: String) -> Int32 {
+        let fault = StorageFault.write(at: path)
+        if fault != 0 { return fault }
         while fsync(fd) != 0 {
             if errno != EINTR { return errno }
         }
@@ -89,7 +113,7 @@ enum FileSystem {
     static func syncFolder(_ folder: String, naming path: String) throws(StorageError) {
         let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw writeFailed(path, -fd) }
-        let code = sync(fd)
+        let code = sync(fd, path: folder)
         close(fd)
         guard code == 0 || code == EINVAL else { throw writeFailed(path, code) }
     }
@@ -129,7 +153,57 @@ enum FileSystem {
             return
         }
         let parent = folder(of: path)
-        guard mkdir(path, mode) == 0 || errno == EEXIST else { throw writeFailed(path, errno) }
+        let code = mutate(path) { mkdir(path, mode) }
+        guard code == 0 || code == EEXIST else { throw writeFailed(path, code) }
         try syncFolder(parent, naming: path)
+    }
+
+    /// Sets the mode of `fd`, the file at `path`; 0 or the `errno`.
+    static func setMode(_ fd: Int32, _ mode: mode_t, path: String) -> Int32 {
+        mutate(path) { fchmod(fd, mode) }
+    }
+
+    /// Renames `source` to `target`, replacing it; 0 or the `errno`.
+    static func rename(_ source: String, to target: String) -> Int32 {
+        mutate(target) {
+            #if canImport(Glibc)
+            Glibc.rename(source, target)
+            #else
+            Darwin.rename(source, target)
+            #endif
+        }
+    }
+
+    /// Makes `target` a second name of `source`, failing if `target` exists; 0 or the `errno`.
+    static func link(_ source: String, to target: String) -> Int32 {
+        mutate(target) {
+            #if canImport(Glibc)
+            Glibc.link(source, target)
+            #else
+            Darwin.link(source, target)
+            #endif
+        }
+    }
+
+    /// Removes the name `path`; 0 or the `errno`.
+    static func unlink(_ path: String) -> Int32 {
+        mutate(path) {
+            #if canImport(Glibc)
+            Glibc.unlink(path)
+            #else
+            Darwin.unlink(path)
+            #endif
+        }
+    }
+
+    /// Runs `call`, a system call changing `path` that returns 0 or -1 with `errno`, unless a
+    /// fault fails it first; 0 or the `errno`.
+    private static func mutate(_ path: String, _ call: () -> Int32) -> Int32 {
+        let fault = StorageFault.write(at: path)
+        if fault != 0 { return fault }
+        while call() != 0 {
+            if errno != EINTR { return errno }
+        }
+        return 0
     }
 }

@@ -50,14 +50,18 @@ public final class InPlaceJSONFileStorage: TokenStorage {
         // The bug: the old contents are destroyed here, before the new ones exist.
         let fd = FileSystem.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileSystem.writeFailed(path, -fd) }
-        defer { close(fd) }
+        var closed = false
+        defer { if !closed { close(fd) } }
         let half = data.count / 2
-        var code = data.prefix(half).withUnsafeBytes { FileSystem.writeAll(fd, $0) }
+        var code = data.prefix(half).withUnsafeBytes { FileSystem.writeAll(fd, $0, path: path) }
         guard code == 0 else { throw FileSystem.writeFailed(path, code) }
         try betweenWrites?()
-        code = data.dropFirst(half).withUnsafeBytes { FileSystem.writeAll(fd, $0) }
+        code = data.dropFirst(half).withUnsafeBytes { FileSystem.writeAll(fd, $0, path: path) }
         guard code == 0 else { throw FileSystem.writeFailed(path, code) }
-        // No fsync either: even a completed save may not survive a power loss.
+        // No fsync either: even a completed save may not survive a power loss. What `close`
+        // reports (a deferred write error) is still a failed save.
+        closed = true
+        guard close(fd) == 0 else { throw FileSystem.writeFailed(path, errno) }
     }
 
     public func clear() throws(StorageError) {

@@ -48,6 +48,7 @@ extension SessionLine {
         case .round(let round): wire = Wire(type: "round", round: round)
         case .problem(let why): wire = Wire(type: "problem", text: why)
         case .unreachable(let why): wire = Wire(type: "unreachable", text: why)
+        case .storageFailed(let why): wire = Wire(type: "storage-failed", text: why)
         case .plan(let plan): wire = Wire(type: "plan", plan: plan)
         case .grant(let id, let grant): wire = Wire(type: "grant", id: id, grant: StoredGrant(grant))
         case .failure(let id, let error):
@@ -106,6 +107,7 @@ extension SessionLine {
         case "done": self = .done
         case "problem": self = .problem(wire.text ?? "")
         case "unreachable": self = .unreachable(wire.text ?? "")
+        case "storage-failed": self = .storageFailed(wire.text ?? "")
         case "plan":
             guard let plan = wire.plan else { return nil }
             self = .plan(plan)

@@ -124,12 +124,14 @@ public enum SessionProcess {
     }
 
     /// Ends the process because its storage could not be made: the driver hears why, and whether
-    /// the storage's server was out of reach (the run's problem, not the store's).
+    /// the storage's server was out of reach or its disk could not be written (the run's problem,
+    /// not the store's).
     static func fail(_ pipe: SessionPipe, _ error: StorageError) -> Never {
-        if case .unreachable(let why) = error {
-            pipe.send(.unreachable(why))
-            exit(2)
+        switch error {
+        case .unreachable(let why): pipe.send(.unreachable(why))
+        case .writeFailed: pipe.send(.storageFailed(error.description))
+        case .unreadable: fail(pipe, error.description)
         }
-        fail(pipe, error.description)
+        exit(2)
     }
 }

@@ -87,6 +87,9 @@ enum SessionLine: Equatable {
     /// The storage's server could not be reached (a database that is down): the run errors, and
     /// nothing the store did since is judged.
     case unreachable(String)
+    /// A storage call failed to write (a full disk, a failing one): the run errors, saying why,
+    /// and nothing the store did since is judged — the store did not choose what it met.
+    case storageFailed(String)
     // Driver → session process.
     case plan(SessionProcessPlan)
     /// `shared-storage`: the next round.

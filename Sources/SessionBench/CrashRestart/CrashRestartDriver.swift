@@ -37,6 +37,8 @@ struct CrashRestartDriver: ContextDriver {
         /// The server refused a refresh token of this process (`invalid_grant`): the session is
         /// over at the server whether or not a caller lived to hear it.
         var refused = false
+        /// A storage call of this process failed to write: the run ends here, this process unjudged.
+        var storageFailed = false
 
         /// The round did what its crash point needs: its storm got a grant from the server.
         /// Otherwise (the session had just been revoked) the point is tried again.
@@ -101,8 +103,13 @@ struct CrashRestartDriver: ContextDriver {
             let stop = await drive(link, plan: plan, life: &life, server: server, secrets: &secrets, outcome: &outcome)
             let end = await link.wait()
             life.end = end
-            life.disk = Self.read(backend, directory)
             outcome.persistence?.processes += 1
+            // What a process did after its disk refused a write is not the store's to answer for.
+            if life.storageFailed { break }
+            do throws(StorageError) { life.disk = try Self.read(backend, directory) } catch {
+                outcome.storageFailed(Self.unreadable(backend, error))
+                break
+            }
             if case .signaled = end { outcome.persistence?.crashes += 1 }
             if !stop, let signal = end.interruption {
                 outcome.failure = ProcessEnd.interrupted("session process \(index)", by: signal)
@@ -206,7 +213,15 @@ struct CrashRestartDriver: ContextDriver {
                     return true
                 case .unreachable(let why):
                     link.kill()
-                    outcome.failure = "database unreachable: \(why)"
+                    life.storageFailed = true
+                    outcome.storageFailed(SharedStorageDriver.unreachable(why))
+                    return true
+                case .storageFailed(let why):
+                    // The store may carry on in memory, as it should; the round cannot: what it
+                    // would judge next is what the disk refused, not what the store did.
+                    link.kill()
+                    life.storageFailed = true
+                    outcome.storageFailed("\(why) (session process \(life.index), \(life.crash.rawValue))")
                     return true
                 case .plan, .grant, .failure, .round, .answered, .roundDone, .inTurn, .overheads: continue
                 }
@@ -253,13 +268,22 @@ struct CrashRestartDriver: ContextDriver {
     static func processLimit(rounds: Int) -> Int { rounds * 2 }
 
     /// What the storage holds, read by the driver with the backend's own code: what any
-    /// process started now would find, whether or not the store reads it eagerly.
-    static func read(_ backend: StorageBackend, _ directory: String) -> StoredState {
+    /// process started now would find, whether or not the store reads it eagerly. A session
+    /// stored but not readable is ``StoredState/unreadable``, the store's or the backend's to
+    /// answer for; a read the disk or the server refused (opening a database writes) throws: the
+    /// harness could not look, and the run ends in `error`, saying why.
+    static func read(_ backend: StorageBackend, _ directory: String) throws(StorageError) -> StoredState {
         do throws(StorageError) {
             let storage = try backend.make(directory: directory)
             return try storage.load().map { .session(generation: $0.accessToken.generation) } ?? .empty
-        } catch {
+        } catch .unreadable {
             return .unreadable
         }
+    }
+
+    /// The run's failure when the driver could not read the storage back.
+    static func unreadable(_ backend: StorageBackend, _ error: StorageError) -> String {
+        if case .unreachable(let why) = error { return SharedStorageDriver.unreachable(why) }
+        return "the harness could not read the \(backend.name) storage back: \(error)"
     }
 }

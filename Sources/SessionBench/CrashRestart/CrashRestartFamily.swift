@@ -17,6 +17,30 @@ enum CrashRestartFamily: ScenarioFamily {
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.save] }
 
+    /// Every session process saves (its sign-in, or its storm's grant) and its storm refreshes;
+    /// a restart over a live session comes whenever a process but the last ends at a point that
+    /// leaves one (every point but the sign-outs): with `--rounds 1` a schedule may have none.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        guard let figures = result.persistence, figures.processes > 0 else { return "no session process ran" }
+        let processes = "\(figures.processes) session process(es)"
+        if result.latencies.first(where: { $0.kind == .save }).map({ $0.count == 0 }) ?? true {
+            return "no save in \(processes)"
+        }
+        if result.refreshCalls == 0 { return "no storm's refresh reached the server in \(processes)" }
+        if figures.restarts == 0, restartsALiveSession(scenario) {
+            return "no restart over a live session in \(processes), though the schedule has one"
+        }
+        return nil
+    }
+
+    /// Whether the scenario's schedule restarts a live session: a process but the last (a clean
+    /// one closes every schedule) ends at a point that does not sign out.
+    static func restartsALiveSession(_ scenario: Scenario) -> Bool {
+        var points = CrashPoint.schedule(rounds: scenario.rounds, seed: scenario.seed)
+        if points.last != .clean { points.append(.clean) }
+        return points.dropLast().contains { !$0.signsOut }
+    }
+
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         await SessionProcesses.run(context, outcome: outcome) { launcher, backend, outcome in
             await CrashRestartDriver(context: context, launcher: launcher, backend: backend).run(outcome: &outcome)

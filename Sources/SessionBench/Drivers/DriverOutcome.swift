@@ -16,12 +16,21 @@ struct DriverOutcome {
     /// Over a transport: its name, and what it added to each refresh call (every server of the run).
     var transportName: String?
     var transportOverheads: [Int64] = []
+    /// The run's storage failed it (a disk that refused a write, a database out of reach): what
+    /// the store did from then on is not judged against it.
+    var storageFault = false
 
     init(result: ScenarioResult) { self.result = result }
 
     subscript<Value>(dynamicMember field: WritableKeyPath<ScenarioResult, Value>) -> Value {
         get { result[keyPath: field] }
         set { result[keyPath: field] = newValue }
+    }
+
+    /// Ends the run in `error` because its storage failed, saying why (the first cause stays).
+    mutating func storageFailed(_ why: String) {
+        if result.failure == nil { result.failure = why }
+        storageFault = true
     }
 
     /// The result, with the tallies turned into its figures.

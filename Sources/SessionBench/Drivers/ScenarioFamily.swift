@@ -42,6 +42,12 @@ protocol ScenarioFamily: SendableMetatype {
     static func summary(_ scenario: Scenario) -> String
     /// The operations whose latency heads a run's report, the first one measured.
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind]
+    /// How `result`'s own figures contradict what `scenario` does — no restart in a crash-restart
+    /// run whose schedule restarts a live session, no refresh in a storm, no read in steady reads
+    /// — or `nil` when they do not. A run that did not do its scenario's work is never a pass
+    /// (``ScenarioRunner/decide(_:of:)``). Only what every run of the scenario does, whatever the
+    /// store, may be asked: a quiet run that is right to be quiet is no contradiction.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String?
     /// Runs the scenario; the driver writes its figures into `outcome`.
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult
 }

@@ -87,6 +87,22 @@ public struct ScenarioRunner: Sendable {
         result.cpuSeconds = ResourceUsage.cpuSeconds - cpuBefore
         result.peakResidentBytes = ResourceUsage.peakResidentBytes
         result.violations = oracle.violations
+        Self.decide(&result, of: scenario)
+        // What the store declares it is (an unconditional 401 refresh) is expected of it.
+        if let declared = Expectations.declared(by: store) {
+            var marked = [result]
+            declared.mark(&marked)
+            result = marked[0]
+        }
+        return result
+    }
+
+    /// The one place a run's verdict is decided from what it found and measured: hung when
+    /// callers were stuck, crashed when a driver saw the store crash a process of its own, error
+    /// when the run could not be carried out, violated when an invariant broke; error again when
+    /// its own figures contradict its scenario (its family says how: no restart, no refresh, no
+    /// read); else pass. A run with findings is judged by them.
+    static func decide(_ result: inout ScenarioResult, of scenario: Scenario) {
         if result.hang != nil {
             result.verdict = .hung
         } else if result.verdict == .crashed {
@@ -95,13 +111,9 @@ public struct ScenarioRunner: Sendable {
             result.verdict = .error
         } else if !result.violations.isEmpty {
             result.verdict = .violated
+        } else if let why = ScenarioFamilies.family(of: scenario.kind).contradiction(result, of: scenario) {
+            result.verdict = .error
+            result.failure = "the run did not do what \(scenario.name) does: \(why)"
         }
-        // What the store declares it is (an unconditional 401 refresh) is expected of it.
-        if let declared = Expectations.declared(by: store) {
-            var marked = [result]
-            declared.mark(&marked)
-            result = marked[0]
-        }
-        return result
     }
 }

@@ -16,6 +16,15 @@ enum SessionStatesFamily: ScenarioFamily {
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.observerLagMany, .observerLagOne] }
 
+    /// Every round signs in and lets the token expire: a run with no refresh call did not play one.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        if result.operations == 0 { return "no call was served in \(scenario.rounds) round(s)" }
+        if result.refreshCalls == 0 {
+            return "the server saw no refresh call in \(scenario.rounds) round(s), though each lets the token expire"
+        }
+        return nil
+    }
+
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         var outcome = outcome
         await SessionStatesDriver(context: context).run(outcome: &outcome)

@@ -106,20 +106,14 @@ extension SharedStorageDriver {
     }
 
     /// What the storage holds, read with the backend's own code. A database the driver itself cannot
-    /// reach is the run's problem, not the store's: the run ends in `error`, saying why, and `nil`.
+    /// reach, or a disk that refused the read its writes (opening a database writes), is the run's
+    /// problem, not the store's: the run ends in `error`, saying why, and `nil`.
     func read(_ directory: String, outcome: inout DriverOutcome) -> StoredState? {
-        guard backend.isServer else { return CrashRestartDriver.read(backend, directory) }
         do throws(StorageError) {
-            let storage = try backend.make(directory: directory)
-            return try storage.load().map { .session(generation: $0.accessToken.generation) } ?? .empty
-        } catch .unreachable(let why) {
-            if outcome.failure == nil { outcome.failure = Self.unreachable(why) }
-            return nil
-        } catch .writeFailed(let why) {
-            if outcome.failure == nil { outcome.failure = "the harness could not read \(backend.name): \(why)" }
-            return nil
+            return try CrashRestartDriver.read(backend, directory)
         } catch {
-            return .unreadable
+            outcome.storageFailed(CrashRestartDriver.unreadable(backend, error))
+            return nil
         }
     }
 

@@ -32,12 +32,15 @@ extension SharedStorageDriver {
         case problem(String)
         /// The process found the storage's server out of reach.
         case unreachable(String)
+        /// A storage call of the process failed to write (a full disk, a failing one).
+        case storageFailed(String)
     }
 
     /// Takes what a phase brought: the grants the server issued (for the at-rest scan) and the
     /// saves' times; stops the run on a hang, a process that could not run, or one that ended.
-    /// A database out of reach stops it as an error of the run, never a hang or a finding
-    /// against the store: said by a process, or found by the driver when a process went quiet.
+    /// A database out of reach, or a disk that refused a write, stops it as an error of the run,
+    /// never a hang or a finding against the store: said by a process, or (a database) found by
+    /// the driver when a process went quiet.
     func accept(
         _ heard: [Heard], links: [SessionProcessLink], phase: String, directory: String, secrets: inout Secrets,
         outcome: inout DriverOutcome
@@ -47,14 +50,22 @@ extension SharedStorageDriver {
             for nanoseconds in part.saves { outcome.latencies.record(.save, nanoseconds: nanoseconds) }
             outcome.transportOverheads += part.overheads
         }
+        // A disk that refused a write stopped every process (``serve``): the others' ends are its.
+        for (index, part) in heard.enumerated() {
+            guard case .storageFailed(let why) = part.end else { continue }
+            outcome.storageFailed("\(why) (session process \(index), \(phase))")
+            return false
+        }
         for (index, part) in heard.enumerated() {
             switch part.end {
             case .complete: continue
             case .unreachable(let why):
-                outcome.failure = Self.unreachable(why)
+                outcome.storageFailed(Self.unreachable(why))
+            case .storageFailed:
+                break  // above
             case .timedOut:
                 if let why = databaseOutOfReach(directory) {
-                    outcome.failure = Self.unreachable(why)
+                    outcome.storageFailed(Self.unreachable(why))
                     break
                 }
                 let expected = instancesPerProcess * scenario.tasks
@@ -83,9 +94,6 @@ extension SharedStorageDriver {
     /// The run's failure when the database is out of reach.
     static func unreachable(_ why: String) -> String { "database unreachable: \(why)" }
 
-    /// Whether `failure` is a database out of reach.
-    static func lostDatabase(_ failure: String?) -> Bool { failure?.hasPrefix(unreachable("")) == true }
-
     /// How long a process may say nothing before it counts as hung: the hang timeout, and the
     /// storage lock's timeout on top, for a holder may wait that long on a stalled or dead holder's
     /// lock before it can answer anything.
@@ -94,6 +102,8 @@ extension SharedStorageDriver {
     /// Serves every process at once — their token-endpoint calls go to the server — until each
     /// has sent what `enough` asks for, or goes quiet for ``patience``.
     /// Processes in `dead` (killed by the driver) are not waited on; their part is empty.
+    /// A process whose disk refused a write ends the run: every process is killed then, so none
+    /// waits on one that is no longer served (a holder of the lock asking for a refresh).
     func serve(
         _ links: [SessionProcessLink], server: TokenServer, dead: Set<Int> = [],
         until enough: @escaping @Sendable (Heard) -> Bool
@@ -140,6 +150,10 @@ extension SharedStorageDriver {
                                 return (index, heard)
                             case .unreachable(let why):
                                 heard.end = .unreachable(why)
+                                return (index, heard)
+                            case .storageFailed(let why):
+                                heard.end = .storageFailed(why)
+                                for other in links { other.kill() }
                                 return (index, heard)
                             default: continue
                             }

@@ -66,10 +66,10 @@ struct SharedStorageDriver: ContextDriver {
         }
         secrets.note(grant)
         do throws(StorageError) { try backend.make(directory: directory).save(grant) } catch .unreachable(let why) {
-            outcome.failure = Self.unreachable(why)
+            outcome.storageFailed(Self.unreachable(why))
             return
         } catch {
-            outcome.failure = "could not save the session to \(backend.name): \(error)"
+            outcome.storageFailed("could not save the session to \(backend.name): \(error)")
             return
         }
 
@@ -130,8 +130,9 @@ struct SharedStorageDriver: ContextDriver {
         }
         outcome.persistence?.processes = processes
         outcome.seconds = (ContinuousClock.now - started).secondsValue
-        // After the database went out of reach, what the stores did is not theirs to answer for.
-        if !Self.lostDatabase(outcome.failure) {
+        // After the database went out of reach or the disk refused a write, what the stores did is
+        // not theirs to answer for.
+        if !outcome.storageFault {
             oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
         }
         if let atRest { CrashRestartDriver.judgeAtRest(atRest, backend: backend, oracle: oracle, outcome: &outcome) }

@@ -23,6 +23,19 @@ enum SharedStorageFamily: ScenarioFamily {
         kind == .replicas ? [.refreshWait, .rejection, .save] : [.rejection, .refreshWait, .save]
     }
 
+    /// Every event (a 401 storm or an expiry) needs one refresh for the whole session, which its
+    /// holder saves for the others.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        if result.storms == 0 { return "no event ran" }
+        if result.refreshCalls == 0 {
+            return "the server saw no refresh call in \(result.storms) event(s), each of which needs one"
+        }
+        if result.latencies.first(where: { $0.kind == .save }).map({ $0.count == 0 }) ?? true {
+            return "no save in \(result.storms) event(s), though each refresh is saved"
+        }
+        return nil
+    }
+
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         await SessionProcesses.run(context, outcome: outcome) { launcher, backend, outcome in
             await SharedStorageDriver(context: context, launcher: launcher, backend: backend).run(outcome: &outcome)

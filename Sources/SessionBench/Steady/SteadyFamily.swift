@@ -14,6 +14,12 @@ enum SteadyFamily: ScenarioFamily {
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.read, .rejection] }
 
+    /// Steady reads read: a run that served none did not run. (Refreshes are not asked for: the
+    /// token is long-lived, and a writer's 401s are the store's to answer.)
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        result.operations == 0 ? "no read was served" : nil
+    }
+
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         await SteadyDriver(context: context).run(counter: context.counter, outcome: outcome).finished()
     }

@@ -17,6 +17,17 @@ enum StepUpFamily: ScenarioFamily {
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.elevatedRead] }
 
+    /// Every round sends bursts, and its first burst finds no elevated token: the user is prompted.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        guard let figures = result.stepUp, figures.bursts > 0 else {
+            return "no burst of clinical requests ran in \(scenario.rounds) round(s)"
+        }
+        if figures.prompts == 0 {
+            return "no step-up prompt in \(figures.bursts) burst(s), though each round's first needs one"
+        }
+        return nil
+    }
+
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         var outcome = outcome
         await StepUpDriver(context: context).run(outcome: &outcome)

@@ -13,9 +13,11 @@ import Synchronization
 /// process at the plan's crash point inside the save of the round's refresh.
 ///
 /// The store sees an ordinary ``TokenStorage``; nothing here depends on how the store or the
-/// backend works. A call that finds the storage's server out of reach is told to the driver
-/// (``SessionLine/unreachable(_:)``) before the store hears of it: what the store does next is
-/// not its own doing. A crash in the middle of a save lowers the process's file-size limit, so the
+/// backend works. A call that finds the storage's server out of reach, or that fails to write (a
+/// full disk, a failing one), is told to the driver (``SessionLine/unreachable(_:)``,
+/// ``SessionLine/storageFailed(_:)``) before the store hears of it: a store may carry on in memory
+/// after a failed save, as it should, but the round then no longer does what its scenario says,
+/// and what the store does next is not its own doing. A crash in the middle of a save lowers the process's file-size limit, so the
 /// kernel cuts the backend's write after a seeded number of bytes and ends the process with
 /// SIGXFSZ, whatever the backend writes with.
 final class CrashingStorage: TokenStorage {
@@ -79,18 +81,28 @@ final class CrashingStorage: TokenStorage {
         }
     }
 
-    private func call<R>(_ body: () throws(StorageError) -> R) throws(StorageError) -> R {
+    /// Counts and runs one storage call; a failure that is the storage's is told to the driver,
+    /// unless `crashing`: the save a mid-save crash cuts short fails by the crash's own hand (the
+    /// file-size limit's EFBIG, on a thread that does not take SIGXFSZ), and the process dies next.
+    private func call<R>(crashing: Bool = false, _ body: () throws(StorageError) -> R) throws(StorageError) -> R {
         calls.add(1, ordering: .sequentiallyConsistent)
         underway.add(1, ordering: .sequentiallyConsistent)
         defer { underway.subtract(1, ordering: .sequentiallyConsistent) }
         do throws(StorageError) { return try body() } catch {
-            tellIfUnreachable(error)
+            if !crashing { tell(error) }
             throw error
         }
     }
 
-    private func tellIfUnreachable(_ error: StorageError) {
-        if case .unreachable(let why) = error { pipe.send(.unreachable(why)) }
+    /// Tells the driver of a failure that is the storage's, not the store's: a server out of
+    /// reach, a write that failed. (An unreadable session is the store's or the backend's to
+    /// answer for, and the checks judge it.)
+    private func tell(_ error: StorageError) {
+        switch error {
+        case .unreachable(let why): pipe.send(.unreachable(why))
+        case .writeFailed: pipe.send(.storageFailed(error.description))
+        case .unreadable: break
+        }
     }
 
     func load() throws(StorageError) -> TokenGrant? {
@@ -124,7 +136,7 @@ final class CrashingStorage: TokenStorage {
             // The limit was never reached (a backend writing fewer bytes): die right after.
             if firing { Self.die() }
         }
-        try call { () throws(StorageError) in try wrapped.save(grant) }
+        try call(crashing: firing && crash == .midSave) { () throws(StorageError) in try wrapped.save(grant) }
     }
 
     func clear() throws(StorageError) {
@@ -171,7 +183,9 @@ extension CrashingStorage: AnnouncingTokenStorage {
         do throws(StorageError) {
             return try await turn(shared, body)
         } catch {
-            tellIfUnreachable(error)
+            // A turn not had is the contract's (a lock wait that timed out, which the store fails
+            // as a transient error), unless the storage's server is out of reach.
+            if case .unreachable(let why) = error { pipe.send(.unreachable(why)) }
             throw error
         }
     }

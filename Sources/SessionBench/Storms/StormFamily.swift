@@ -27,6 +27,19 @@ enum StormFamily: ScenarioFamily {
         kind == .rejectionStorm ? [.rejection, .refreshWait, .read] : [.refreshWait, .rejection, .read]
     }
 
+    /// Every storm kind's first round holds a refresh in flight (an expiry, a 401, a fault, a
+    /// sign-out or user switch racing it), so a run with no refresh call did not play it; the
+    /// rounds of sign-outs and user switches count no storms, the others one per round.
+    static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String? {
+        if result.operations == 0 { return "no call was served in \(scenario.rounds) round(s)" }
+        let countsStorms = scenario.kind != .signOutRace && scenario.kind != .userSwitch
+        if countsStorms, result.storms == 0 { return "no storm ran in \(scenario.rounds) round(s)" }
+        if result.refreshCalls == 0 {
+            return "the server saw no refresh call in \(scenario.rounds) round(s), though the first holds one in flight"
+        }
+        return nil
+    }
+
     static let allocationNote =
         "counted in steady scenarios (per call) and in the scale storm (per waiting caller): in smaller storms the coordinator's own allocations while the crowd settles vary by more than a store's per-waiter cost"
 

@@ -30,16 +30,15 @@ enum IsolatedRun {
     /// The child is started with `posix_spawn` and reaped with `waitpid`, both ours: whether a
     /// crashed child is noticed must not depend on anything else in the process (Foundation's
     /// `Process` left a crashed child unreaped under ThreadSanitizer and spun waiting on it).
+    ///
+    /// Scenarios over storage keep their folders under `storageRoot`, which this process owns, so
+    /// they go even when the child is killed past its budget.
     static func run(
         store: StoreDescriptor, scenarios: [Scenario], hangTimeout: Duration, setup: MeasuringSetup,
-        transport: TransportChoice = .inProcess,
+        transport: TransportChoice = .inProcess, storageRoot: String?,
         progress: @escaping @Sendable (ScenarioResult) -> Void
     ) async -> [ScenarioResult] {
         let plan = Plan(store: store.name, scenarios: scenarios, hangTimeout: hangTimeout, transport: transport)
-        // Scenarios over storage keep their folders under one this process owns, so they go
-        // even when the child is killed past its budget.
-        let storageRoot = scenarios.contains(where: \.needsStorage) ? StorageRoots.make() : nil
-        defer { if let storageRoot { StorageRoots.retire(storageRoot) } }
         var environment = childEnvironment(setup)
         if let storageRoot { environment[StorageFolders.rootVariable] = storageRoot }
         let child: Child

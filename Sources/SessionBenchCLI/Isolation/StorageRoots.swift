@@ -12,16 +12,26 @@ import SessionStorage
 enum StorageRoots {
     static let prefix = "session-bench-run-p"
 
-    /// A new, empty root owned by this process, tracked so that a stop by signal removes it;
-    /// `nil` if none can be made.
-    static func make() -> String? {
+    /// A new, empty root owned by this process, tracked so that a stop by signal removes it; or
+    /// why none can be made (a full disk), naming the folder and the system's cause.
+    static func make() -> Result<String, Refusal> {
         let owner = getpid()
         var template = Array(
             (NSTemporaryDirectory() + "/\(prefix)\(owner)-t\(startTicks(owner) ?? 0)-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { return nil }
+        guard let made = mkdtemp(&template) else {
+            return .failure(
+                Refusal(
+                    description: "could not make the run's storage folder in \(Printable.name(NSTemporaryDirectory())) "
+                        + "(TMPDIR): \(FileSystem.message(errno))"))
+        }
         let path = String(cString: made)
         ProcessGuard.track(temporary: path)
-        return path
+        return .success(path)
+    }
+
+    /// Why a root could not be made.
+    struct Refusal: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Removes `path` so that nothing can be made in it meanwhile: it is renamed away first (a
