@@ -9,7 +9,10 @@ import Synchronization
 /// released, so two can arrive out of order; the broadcaster drops any older than the last one
 /// it handed out. Every subscriber therefore sees versions rising, and its last state is the
 /// store's last. Subscribers are yielded to under the broadcaster's own lock, so no two
-/// publishers interleave their yields.
+/// publishers interleave their yields; a subscriber whose stream has ended is dropped at the
+/// next change. (Not from the stream's termination handler: that runs while the runtime holds
+/// the cancelled subscriber task's status lock, which a yield under this lock waits for — a
+/// subscriber cancelled during a publish deadlocked both.)
 ///
 /// - Cost model: a publish that changes nothing (a caller joining a refresh) is one atomic load;
 ///   a change is one lock and one yield per subscriber. A subscriber's buffer is unbounded: it
@@ -39,7 +42,11 @@ public final class StateBroadcaster: Sendable {
             published.store(version, ordering: .releasing)
             guard newState != state.current else { return }
             state.current = newState
-            for subscriber in state.subscribers.values { subscriber.yield(newState) }
+            var ended: [UInt64] = []
+            for (id, subscriber) in state.subscribers {
+                if case .terminated = subscriber.yield(newState) { ended.append(id) }
+            }
+            for id in ended { state.subscribers.removeValue(forKey: id) }
         }
     }
 
@@ -49,11 +56,6 @@ public final class StateBroadcaster: Sendable {
         let id = state.withLock(visibleTo: self) { state in
             state.nextID &+= 1
             return state.nextID
-        }
-        // Set before the subscriber is reachable: termination may run at once, on any thread.
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            _ = self.state.withLock(visibleTo: self) { $0.subscribers.removeValue(forKey: id) }
         }
         state.withLock(visibleTo: self) { state in
             state.subscribers[id] = continuation
