@@ -19,15 +19,8 @@ import Testing
     "A full disk under TMPDIR", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .enabled(if: SmallTmpfs.refusal == nil, Comment(rawValue: SmallTmpfs.refusal ?? "")))
 struct FullDiskTests {
-    struct Result: Decodable {
-        let store: String
-        let scenario: String
-        let verdict: String
-        let failure: String?
-        let violations: [Violation]
-    }
-
-    struct Violation: Decodable { let invariant: Int }
+    /// A run as the JSON output gives it: the fields these checks read.
+    typealias Result = StorageFaultRunTests.Result
 
     @Test("0, 4 KiB or 40 KiB free: no storage scenario on any backend is a finding, what does not fit is an error naming ENOSPC, and nothing is left behind", arguments: [0, 4096, 40960])
     func fullDisk(free: Int) async throws {
