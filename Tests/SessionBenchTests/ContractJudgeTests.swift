@@ -1,5 +1,6 @@
 import SessionContract
 import SessionStores
+import Synchronization
 import Testing
 import TokenServer
 
@@ -165,6 +166,28 @@ struct ContractJudgeTests {
         #expect(history.judge([told, sticky]) == [.sessionKept])
     }
 
+    /// The server decides refreshes in the order it receives them and answers each after its own
+    /// latency: the reuse that revokes a family can be answered after a later refresh of that
+    /// family was refused, and a caller told 'revoked' by the later one was told the truth.
+    @Test("a session is refused from the earliest refusal answered, not the first one decided")
+    func refusalAnsweredOutOfOrder() async throws {
+        let hold = AnswerHold()
+        var history = History(latency: .fixed(.milliseconds(1)), sleeper: { _ in await hold.pass() })
+        let first = try await history.signIn(0)
+        let server = history.server
+        let second = try await server.refresh(first.refreshToken)
+        hold.arm()
+        let reuse = Task { try? await server.refresh(first.refreshToken) }
+        await hold.untilHeld()
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await server.refresh(second.refreshToken) }
+        let told = history.call(.error(.refreshTokenRevoked))
+        hold.release()
+        _ = await reuse.value
+        let outcomes = server.ledger.entries.filter { $0.call == .refresh }.map(\.outcome)
+        #expect(outcomes == [.issued, .reuseDetected, .familyRevoked])
+        #expect(history.judge([told]).isEmpty)
+    }
+
     @Test("once a caller was told the session was refused, none gets its token, and it is not refreshed")
     func revocationFinal() async throws {
         var history = History()
@@ -205,5 +228,54 @@ struct ContractJudgeTests {
         var paced = ContractJudge(skew: .seconds(1), paced: true)
         paced.judge([refused], timeline: timeline) { found.append($0.invariant) }
         #expect(found == [.served])
+    }
+}
+
+/// Holds the server's first answer after ``arm()`` in flight until ``release()``; every other
+/// answer passes at once.
+final class AnswerHold: Sendable {
+    private struct State {
+        var armed = false
+        var released = false
+        var held: CheckedContinuation<Void, Never>?
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func arm() { state.withLock { $0.armed = true } }
+
+    /// The server's sleeper: waits here if armed and nothing is held yet.
+    func pass() async {
+        await withCheckedContinuation { continuation in
+            let waiters: [CheckedContinuation<Void, Never>]? = state.withLock { state in
+                guard state.armed, !state.released, state.held == nil else { return nil }
+                state.held = continuation
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            guard let waiters else { return continuation.resume() }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Returns once an answer is held.
+    func untilHeld() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.held != nil { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() {
+        let held = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.released = true
+            defer { state.held = nil }
+            return state.held
+        }
+        held?.resume()
     }
 }

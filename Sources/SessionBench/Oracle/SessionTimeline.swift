@@ -29,7 +29,7 @@ struct SessionTimeline {
         let began: SessionEvent
         /// The account's next event, which ended it.
         var ended: SessionEvent?
-        /// When the server first answered one of its refreshes `invalid_grant`.
+        /// When the server first answered one of its refreshes `invalid_grant`: the earliest answer.
         var refusedAt: Int64?
     }
 
@@ -68,8 +68,12 @@ struct SessionTimeline {
             if let generation = entry.issuedGeneration, entry.deliveredExpired { expiredOnArrival.insert(generation) }
             guard entry.call == .refresh, entry.family != 0 else { continue }
             refreshes[entry.family, default: []].append(entry)
-            if entry.isInvalidGrant, let answered = entry.respondedAt, sessions[entry.family]?.refusedAt == nil {
-                sessions[entry.family]?.refusedAt = answered
+            // The earliest answer, not the first request's: the server decides in the order it
+            // received, but answers after each call's own latency, so a refusal decided later
+            // (a refresh of the revoked family) can reach its caller before the one that revoked it.
+            if entry.isInvalidGrant, let answered = entry.respondedAt, var session = sessions[entry.family] {
+                session.refusedAt = min(session.refusedAt ?? answered, answered)
+                sessions[entry.family] = session
             }
         }
     }
