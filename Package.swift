@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SessionStores", targets: ["SessionStores"]),
         .library(name: "TokenServer", targets: ["TokenServer"]),
         .library(name: "SessionStorage", targets: ["SessionStorage"]),
+        .library(name: "SessionOracle", targets: ["SessionOracle"]),
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
         .library(name: "SessionBenchTesting", targets: ["SessionBenchTesting"]),
@@ -85,11 +86,14 @@ let package = Package(
         // Allocations counted inside each caller's calls to the store: its window, and the
         // hook the allocation counter calls inside every allocation.
         .target(name: "CAllocationWindows"),
-        // The harness: scenarios, the invariant oracle, measurements and reports.
+        // The judges: what a run recorded (calls, events, the server's ledger, storage writes) in,
+        // violations of the contract out. Drives nothing and measures nothing.
+        .target(name: "SessionOracle", dependencies: ["SessionContract", "TokenServer"], swiftSettings: imports),
+        // The harness: scenarios, drivers, measurements and reports.
         .target(
             name: "SessionBench",
             dependencies: [
-                "SessionContract", "TokenServer", "SessionStorage", "SessionSync", "CSampleClock", "CPlacement",
+                "SessionContract", "TokenServer", "SessionOracle", "SessionStorage", "SessionSync", "CSampleClock", "CPlacement",
                 "CAllocationWindows",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 // Allocation counts with no system package: a shared library preloaded into
@@ -102,20 +106,22 @@ let package = Package(
         .target(
             name: "SessionBenchCLI",
             dependencies: [
-                "SessionBench", "SessionContract", "SessionStores", "SessionStorage", "SessionSync", "TokenServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SessionBench", "SessionContract", "SessionOracle", "SessionStores", "SessionStorage", "SessionSync",
+                "TokenServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: imports
         ),
         // For a test target: the default scenarios on one store inside `swift test` (Swift Testing
         // or XCTest), each violation a test issue with the command that reproduces it.
-        .target(name: "SessionBenchTesting", dependencies: ["SessionBench", "SessionContract"], swiftSettings: imports),
+        .target(
+            name: "SessionBenchTesting", dependencies: ["SessionBench", "SessionContract", "SessionOracle"],
+            swiftSettings: imports),
         // The token server over HTTP on loopback (Hummingbird) and a token endpoint that reaches
         // it through real sockets (AsyncHTTPClient). Empty unless the HTTP trait is on.
         .target(
             name: "SessionBenchHTTP",
             dependencies: [
-                "SessionBench", "SessionContract", "TokenServer", "SessionSync",
+                "SessionBench", "SessionContract", "SessionOracle", "TokenServer", "SessionSync",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["HTTP"])),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["HTTP"])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["HTTP"])),
@@ -147,8 +153,8 @@ let package = Package(
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
-                "SessionBench", "SessionBenchCLI", "SessionStores", "SessionStorage", "TokenServer", "SessionContract",
-                "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "CAllocationWindows",
+                "SessionBench", "SessionBenchCLI", "SessionOracle", "SessionStores", "SessionStorage", "TokenServer",
+                "SessionContract", "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "CAllocationWindows",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -158,7 +164,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SessionBenchTestingTests",
-            dependencies: ["SessionBenchTesting", "SessionBench", "SessionContract", "SessionStores"],
+            dependencies: ["SessionBenchTesting", "SessionBench", "SessionContract", "SessionOracle", "SessionStores"],
+            swiftSettings: imports),
+        // The judges alone, on histories written by hand: no harness, no store.
+        .testTarget(
+            name: "SessionOracleTests", dependencies: ["SessionOracle", "SessionContract", "SessionSync", "TokenServer"],
             swiftSettings: imports),
         .testTarget(
             name: "SessionStorageTests", dependencies: ["SessionStorage", "SessionContract"], swiftSettings: imports),

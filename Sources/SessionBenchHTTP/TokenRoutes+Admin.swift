@@ -5,6 +5,7 @@ internal import HummingbirdCore
 internal import NIOCore
 import SessionBench
 import SessionContract
+import SessionOracle
 import TokenServer
 
 /// What `serve` says about its clients while it runs.

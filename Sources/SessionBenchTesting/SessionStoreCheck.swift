@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import SessionContract
+import SessionOracle
 
 /// The default `compare`'s scenarios, shortened, run in this process on one store: what a test
 /// target calls to fail a test when the store breaks the contract.

@@ -1,6 +1,7 @@
 import SessionBench
 import SessionBenchTesting
 import SessionContract
+import SessionOracle
 import SessionStores
 import Testing
 

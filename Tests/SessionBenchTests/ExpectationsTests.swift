@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 import Testing
 
 @testable import SessionBench

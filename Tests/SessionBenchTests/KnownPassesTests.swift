@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionOracle
 import Testing
 
 /// A store whose only findings are known — declared by the store, or named in an expectations

@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionOracle
 import Testing
 
 /// The one metric catalog against everything that reads it: the CSV, the gate, baselines and

@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import SessionContract
+import SessionOracle
 import SessionStores
 import Testing
 import TokenServer

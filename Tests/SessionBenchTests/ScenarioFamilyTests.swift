@@ -1,3 +1,4 @@
+import SessionOracle
 import Testing
 
 @testable import SessionBench

@@ -1,5 +1,6 @@
 import SessionBench
 import SessionContract
+import SessionOracle
 import SessionStores
 import Testing
 

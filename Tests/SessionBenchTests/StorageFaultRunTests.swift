@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 import SessionStorage
 import Testing
 

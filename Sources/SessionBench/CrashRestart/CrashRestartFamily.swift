@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import SessionStorage
 
 /// `crash-restart`: a session process per round over one storage, killed at seeded crash points

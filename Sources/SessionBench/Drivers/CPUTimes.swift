@@ -1,6 +1,7 @@
 import CPlacement
 import Foundation
 import SessionContract
+import SessionOracle
 
 /// How long threads have run on a CPU, and how long they waited runnable for one, as the kernel
 /// counts them (schedstat). What tells a machine too busy to run a store from a store that does

@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 import SessionSync
 import Synchronization
 import TokenServer
@@ -14,21 +15,7 @@ import TokenServer
 /// handed the token out before the save ended, whether or not a caller happened to come back
 /// in that window.
 final class MemoryStorage: TokenStorage {
-    struct Write: Sendable {
-        /// Real nanoseconds, the ledger's clock: when the write ended.
-        let at: Int64
-        /// The access token's generation of the grant saved; `nil` for a clear.
-        let generation: UInt64?
-        /// What the store's `currentToken()`, read from another thread while this save was under
-        /// way, answered (its generation); `nil` when it answered nothing, or not in time.
-        var seenWhileSaving: UInt64?
-        /// The generation of the access token the saved refresh token was issued with, as the
-        /// server says (``MemoryStorage/pairing``): the saved generation for a grant saved whole;
-        /// `nil` for a clear, or when not asked.
-        var refreshIssuedWith: UInt64?
-        /// The saved refresh token is not one the server issued.
-        var refreshUnknown = false
-    }
+    typealias Write = StorageWrite
 
     private let state = Mutex<(saved: TokenGrant?, writes: [Write])>((nil, []))
     /// Which access token's grant a refresh token came in: the server's answer (a storm's storage

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// What a family's driver is given for one run: the runner (its options and transports), the
 /// store, the scenario, the oracle that collects violations, the starvation watch, and the

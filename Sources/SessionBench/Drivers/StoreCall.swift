@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import TokenServer
 
 /// One call a caller makes on a store, timed and recorded in the caller's own task: the clock

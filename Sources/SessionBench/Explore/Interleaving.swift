@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 import TokenServer
 
 extension Exploration.Run {

@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 
 /// Violations a team knows about and has chosen to live with, each with its reason: the
 /// expectations file (`--expect session-bench.expect.json`). A result whose every violation is

@@ -1,3 +1,5 @@
+import SessionOracle
+
 extension Thresholds {
     /// Reads a thresholds file's values, naming the file and the key in every error.
     struct Reader {

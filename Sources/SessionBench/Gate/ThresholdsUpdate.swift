@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// Writing thresholds: the same checks, their limits re-derived from a run with headroom,
 /// for a reviewer to commit.

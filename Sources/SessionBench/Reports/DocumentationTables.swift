@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// The tables of the documentation that are generated from the code's catalogs, so that the docs
 /// say what the tool does: the scenarios (`ScenarioCatalog.presets`), the invariants (`Invariant`),

@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// A figure of a run that the tool gates, compares with baselines and exports: one entry of
 /// ``Metric/all`` each. The entry is the figure's whole description — its name (the CSV column and

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// What a store declares it offers beyond the base contract, as results carry it: each offer is a
 /// set of promises that can be judged only for a store that makes them.

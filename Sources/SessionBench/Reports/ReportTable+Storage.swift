@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// The block scenarios over storage add under their table: how sessions fared across
 /// restarts, what each backend leaves on disk, and what a save costs.

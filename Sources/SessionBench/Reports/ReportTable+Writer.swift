@@ -1,3 +1,5 @@
+import SessionOracle
+
 /// The writer's block of `writes-under-reads`: how long each 401 waited behind the readers, and
 /// what the readers did meanwhile.
 extension ResultsReport {

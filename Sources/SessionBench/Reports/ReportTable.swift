@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// Human-readable renderings: the terminal table and Markdown.
 extension ResultsReport {

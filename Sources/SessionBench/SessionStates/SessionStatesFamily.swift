@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// `session-states`: subscribers to the store's state through a session's whole lifecycle
 /// (``SessionStatesDriver``).
@@ -27,7 +28,8 @@ enum SessionStatesFamily: ScenarioFamily {
 
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult {
         var outcome = outcome
-        await SessionStatesDriver(context: context).run(outcome: &outcome)
+        let recorded = await SessionStatesDriver(context: context).run(outcome: &outcome)
+        context.oracle.record(recorded.flatMap(StatesJudge.judge))
         return outcome.finished()
     }
 }

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// `shared-storage` and `replicas`: several holders of one saved session, in session processes
 /// or replica processes through a database (``SharedStorageDriver``).

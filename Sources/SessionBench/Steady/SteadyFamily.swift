@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// `steady-reads`: callers read a long-lived token as fast as they can, or at a rate, with the
 /// synchronous read on OS threads beside them (``SteadyDriver``, ``SyncReadDriver``).

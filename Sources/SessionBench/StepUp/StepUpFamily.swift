@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// `step-up`: bursts of requests through API objects kept across users, with the user's prompt
 /// held open, denied, dismissed or expired (``StepUpDriver``).

@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 import TokenServer
 
 /// What every call of a round is checked against, and the checks of one storm or fence.

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import SessionSync
 
 /// What a waiting caller costs: the scale storm's baseline crowd on bare continuations, and

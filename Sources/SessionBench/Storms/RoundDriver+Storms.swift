@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 import TokenServer
 
 /// Storms: expiries and 401s met by staggered arrivals, scripted faults, cancellations, the

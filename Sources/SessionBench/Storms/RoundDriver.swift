@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import TokenServer
 
 /// Runs a scenario as synchronized rounds: each round sets up one event (an expiry, a 401,

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// The storm scenarios: rounds of expiries, 401s, sign-outs and user switches against one store
 /// (or one per account), driven by ``RoundDriver``.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionOracle
 
 /// `session-bench check`: the CI gate.
 struct Check: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionOracle
 
 /// What `explore` prints: a line per store (its verdict, schedules run, how fast), then each
 /// violation found with its trace and the command that replays the schedule that broke it.

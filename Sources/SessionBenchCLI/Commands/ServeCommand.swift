@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionOracle
 import SessionSync
 import TokenServer
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionOracle
 import Synchronization
 
 /// The process `explore` starts for each store: the controlled executor installed before any

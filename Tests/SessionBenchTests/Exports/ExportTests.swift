@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionOracle
 import Testing
 
 /// The exports as `compare` writes them, checked against each format's documented schema

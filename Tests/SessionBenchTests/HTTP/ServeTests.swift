@@ -3,6 +3,7 @@ import Foundation
 import SessionBench
 import SessionBenchHTTP
 import SessionContract
+import SessionOracle
 import Testing
 import TokenServer
 

@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// JUnit XML (the Ant/Surefire form CI test reports read; it validates against Jenkins'
 /// `junit-10.xsd`): a test suite per store, a test case per scenario × invariant the scenario

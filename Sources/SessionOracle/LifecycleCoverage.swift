@@ -79,7 +79,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
     public init() {}
 
     /// Adds what `calls` and the events and refreshes of `timeline` drove.
-    mutating func add(_ calls: [ObservedCall], timeline: SessionTimeline, skew: Duration) {
+    package mutating func add(_ calls: [ObservedCall], timeline: SessionTimeline, skew: Duration) {
         for call in calls {
             let family = timeline.issued[requested(call) ?? 0]?.family
             let event: Event =

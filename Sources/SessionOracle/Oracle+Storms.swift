@@ -10,7 +10,7 @@ extension Oracle {
     /// `staleAfterSuccess`: the storm's 401s were all for the token the first refresh replaced,
     /// so a refresh sent after it succeeded is a stale 401 refreshing (I6). (A caller that
     /// refreshes again after waiting is shown as I1 by the expiry storm, which has no 401s.)
-    func checkOneRefresh(
+    package func checkOneRefresh(
         _ attempts: [LedgerEntry], round: Int, what: String, released: Int64?, staleAfterSuccess: Bool = false
     ) {
         guard attempts.count > 1, attempts.allSatisfy({ !$0.isPassingFailure || $0.outcome == .dropped }) else {
@@ -51,7 +51,7 @@ extension Oracle {
     }
 
     /// I2: with one refresh call, every waiter depended on it, so all must agree.
-    func checkSameOutcome(_ calls: [ObservedCall], attempts: [LedgerEntry], round: Int) {
+    package func checkSameOutcome(_ calls: [ObservedCall], attempts: [LedgerEntry], round: Int) {
         guard attempts.count == 1, let answered = attempts[0].respondedAt else { return }
         var tally: [ObservedCall.Shared: [ObservedCall]] = [:]
         // The waiters: callers still in the store when the refresh was answered.
@@ -70,7 +70,7 @@ extension Oracle {
 
     /// I10: waiters of a failed refresh fail together; they do not each retry. A caller that
     /// reached the store only after the failure may start one more attempt.
-    func checkNoRetryStorm(_ attempts: [LedgerEntry], round: Int) {
+    package func checkNoRetryStorm(_ attempts: [LedgerEntry], round: Int) {
         let success = attempts.firstIndex(where: \.deliveredGrant)
         let beforeSuccess = attempts.prefix(upTo: success ?? attempts.count)
         if beforeSuccess.count > 2 {

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import Synchronization
 
 /// What the workers of one steady loop share: their common start, and the highest

@@ -35,8 +35,13 @@ public final class Oracle: Sendable {
     }
 
     /// Records a judge's finding.
-    func report(_ finding: ContractJudge.Finding) {
+    package func report(_ finding: ContractJudge.Finding) {
         report(finding.invariant, finding.summary, trace: finding.trace)
+    }
+
+    /// Records what a judge found over a run's history, in the order it found it.
+    package func record(_ findings: [ContractJudge.Finding]) {
+        for finding in findings { report(finding) }
     }
 
     // MARK: Checks over the server's ledger
@@ -57,7 +62,7 @@ public final class Oracle: Sendable {
     ///
     /// `observed` tells whether any caller was handed a generation, for traces that point
     /// from a reuse back to the refresh whose result the store dropped.
-    func auditLedger(_ entries: [LedgerEntry], observed: (UInt64) -> Bool) {
+    package func auditLedger(_ entries: [LedgerEntry], observed: (UInt64) -> Bool) {
         let refreshes = entries.filter { $0.call == .refresh }
         // Concurrent refreshes of one session.
         var byFamily: [UInt64: [LedgerEntry]] = [:]
@@ -111,7 +116,7 @@ public final class Oracle: Sendable {
     }
 
     /// What became of a redemption's grant, for traces that explain a later reuse.
-    static func fate(of entry: LedgerEntry, observed: (UInt64) -> Bool) -> String {
+    package static func fate(of entry: LedgerEntry, observed: (UInt64) -> Bool) -> String {
         guard let issued = entry.issuedGeneration else { return "" }
         if entry.outcome == .responseLost {
             return entry.lostByClient ? " (the client hung up before the answer arrived)" : ""
@@ -121,7 +126,7 @@ public final class Oracle: Sendable {
             : " (generation \(issued) was never handed to any caller: the store dropped the grant, refresh token included)"
     }
 
-    static func describe(_ entry: LedgerEntry) -> String {
+    package static func describe(_ entry: LedgerEntry) -> String {
         var line = "server call #\(entry.index) \(entry.call.rawValue) family \(entry.family)"
         if let presented = entry.presentedGeneration { line += " presenting generation \(presented)" }
         line += ": \(entry.outcome.rawValue)"
@@ -136,7 +141,7 @@ public final class Oracle: Sendable {
 
 extension Ledger {
     /// A ledger holding just `entries`, to count within a slice of a run.
-    static func window(_ entries: [LedgerEntry]) -> Ledger {
+    package static func window(_ entries: [LedgerEntry]) -> Ledger {
         var ledger = Ledger()
         ledger.replaceEntries(entries)
         return ledger

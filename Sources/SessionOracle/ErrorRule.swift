@@ -4,17 +4,17 @@ import SessionContract
 /// ``ContractJudge`` applies them (`judgeError`); the `SessionError` table of docs/contract.md
 /// and I13's summary in docs/invariants.md are made from these texts, so the docs say what the
 /// judge does.
-struct ErrorRule: Sendable {
-    let error: SessionError
+package struct ErrorRule: Sendable {
+    package let error: SessionError
     /// What the contract says the error means (``SessionError``'s own documentation).
-    let promise: String
+    package let promise: String
     /// How the judge checks it, in one Markdown cell.
-    let check: String
+    package let check: String
     /// The scenarios that drive it.
-    let exercisedBy: String
+    package let exercisedBy: String
 
     /// The error as Swift spells it: `signedOut`.
-    var name: String {
+    package var name: String {
         switch error {
         case .signedOut: "signedOut"
         case .signInFailed: "signInFailed"
@@ -28,18 +28,18 @@ struct ErrorRule: Sendable {
     }
 
     /// When `signedOut` is an answer: the call's own session is over, by the user or the server.
-    static let signedOutWhen = """
+    package static let signedOutWhen = """
         no session was current when the call started, a sign-in or sign-out of the account ran while it \
         waited, or the server had refused the call's session by the time it returned
         """
     /// When `refreshTokenRevoked` is an answer: the server refused the call's own session.
-    static let revokedWhen = """
+    package static let revokedWhen = """
         the server had refused the refresh token of the call's own session by the time it returned (an \
         earlier session's refusal does not count, nor any with nobody signed in; a refresh token the server \
         never knew counts for the account's session under way)
         """
 
-    static let all: [ErrorRule] = [
+    package static let all: [ErrorRule] = [
         ErrorRule(
             error: .signedOut,
             promise: "no session — never signed in, signed out, replaced by another sign-in while the call waited, or refused by the server",

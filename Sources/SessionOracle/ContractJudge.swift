@@ -28,46 +28,53 @@ import TokenServer
 ///   `refreshTokenRevoked` does (I27).
 /// - `cancelled`: only for a caller the harness cancelled (I11).
 /// - anything else from a token request: I12.
-struct ContractJudge {
-    struct Finding {
-        let invariant: Invariant
-        let summary: String
-        let trace: [String]
+package struct ContractJudge {
+    /// One broken promise: which, in one line, and the few events behind it.
+    package struct Finding: Sendable {
+        package let invariant: Invariant
+        package let summary: String
+        package let trace: [String]
+
+        package init(invariant: Invariant, summary: String, trace: [String] = []) {
+            self.invariant = invariant
+            self.summary = summary
+            self.trace = trace
+        }
     }
 
     /// How close to expiry a token the store already held may be when handed out.
-    let skew: Duration
+    package let skew: Duration
     /// Whether the run spaces its rounds in real time (`--pace`): then a refusal of the store's
     /// own is judged like any other error.
-    let paced: Bool
+    package let paced: Bool
     /// Calls the store refused on its own, with no failed refresh behind them, right after it had
     /// sent three refreshes or more in the last ``limitWindow`` of real time: a refresh rate limit
     /// on real time meeting the rounds' compressed time. Reported apart, not judged.
-    private(set) var refusedByStoreLimit: [ObservedCall] = []
+    package private(set) var refusedByStoreLimit: [ObservedCall] = []
     /// How far back a store's recent refreshes count toward its own rate limit.
-    static let limitWindow: Int64 = 30_000_000_000
+    package static let limitWindow: Int64 = 30_000_000_000
     /// The highest generation of each session handed out, over time.
-    private(set) var watermark = Watermark()
+    package private(set) var watermark = Watermark()
     /// When a call of each session first returned `refreshTokenRevoked`, or `signedOut` once the
     /// server had refused the session: the store knew.
-    private(set) var revokedTold: [UInt64: Int64] = [:]
+    package private(set) var revokedTold: [UInt64: Int64] = [:]
     /// When each `tokenRejected` of a generation ran (real nanoseconds, start and return). While
     /// one runs, the store may have a refresh of it under way that the server has not seen yet:
     /// the request is on its way (over a socket, or on a thread the machine has not run yet), and
     /// the caller waits for it. Once every one has returned, that refresh was answered or failed.
-    private(set) var rejections: [UInt64: [(started: Int64, ended: Int64)]] = [:]
+    package private(set) var rejections: [UInt64: [(started: Int64, ended: Int64)]] = [:]
     /// Storage writes already judged, by account.
-    var writesJudged: [Int: Int] = [:]
+    package var writesJudged: [Int: Int] = [:]
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
-    var endsJudged: [Int: Int] = [:]
+    package var endsJudged: [Int: Int] = [:]
 
-    init(skew: Duration, paced: Bool = false) {
+    package init(skew: Duration, paced: Bool = false) {
         self.skew = skew
         self.paced = paced
     }
 
     /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
-    mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
+    package mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
         refusedByStoreLimit += calls.filter { isStoreLimitRefusal($0, timeline) }
         watermark.add(calls.compactMap { call in
             call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
@@ -94,7 +101,7 @@ struct ContractJudge {
     /// The server calls no caller asked for: a sign-in the harness did not make (I13), and
     /// refreshes of a session after its end (I8, I9) or after the store said the server refused
     /// it (I27).
-    func judgeServerCalls(_ timeline: SessionTimeline, report: (Finding) -> Void) {
+    package func judgeServerCalls(_ timeline: SessionTimeline, report: (Finding) -> Void) {
         let signIns = timeline.events.values.flatMap { $0 }.filter(\.isSignIn)
         for event in signIns.sorted(by: { $0.startedNanos < $1.startedNanos }) {
             if let finding = judgeSignIn(event, timeline) { report(finding) }
@@ -187,7 +194,7 @@ struct ContractJudge {
     // MARK: One call
 
     private struct Facts {
-        let timeline: SessionTimeline
+        package let timeline: SessionTimeline
     }
 
     private func judge(_ call: ObservedCall, _ facts: Facts) -> Finding? {
@@ -367,7 +374,7 @@ struct ContractJudge {
 
     /// `misses` of `calls` to `currentToken()`, counted (not recorded one by one) over a phase
     /// from `start` to `end` (real nanoseconds, store clock): a nil needs a reason somewhere in it.
-    func judgeMisses(
+    package func judgeMisses(
         _ misses: UInt64, of calls: UInt64, account: Int, timeline: SessionTimeline,
         from start: (Int64, TokenInstant), to end: (Int64, TokenInstant)
     ) -> Finding? {
@@ -393,7 +400,7 @@ struct ContractJudge {
     /// `RefreshWindow`: 5 in 30 s). A store that gives up refreshes nothing first, and one that
     /// replays its first failure does so after one or two: those stay judged (I12, I10). A paced
     /// run excuses nothing.
-    func isStoreLimitRefusal(_ call: ObservedCall, _ timeline: SessionTimeline) -> Bool {
+    package func isStoreLimitRefusal(_ call: ObservedCall, _ timeline: SessionTimeline) -> Bool {
         guard !paced, call.error == .refreshFailed, !call.wasCancelled else { return false }
         let refreshes = timeline.sessions.values.filter { $0.account == call.account }
             .flatMap { timeline.refreshes(of: $0.family) }
@@ -403,26 +410,26 @@ struct ContractJudge {
         } >= 3
     }
 
-    func isSwitch(_ ended: SessionEvent, from session: SessionTimeline.Session) -> Bool {
+    package func isSwitch(_ ended: SessionEvent, from session: SessionTimeline.Session) -> Bool {
         if case .signIn(let slot, _) = ended.kind { return slot != session.slot }
         return false
     }
 
-    func answered(_ entry: LedgerEntry, within call: ObservedCall) -> Bool {
+    package func answered(_ entry: LedgerEntry, within call: ObservedCall) -> Bool {
         guard let responded = entry.respondedAt else { return false }
         return responded >= call.startedNanos && responded <= call.endedNanos
     }
 
     /// `+1.250ms` after the run's first server call, `-0.008ms` before it.
-    func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
+    package func relative(_ nanos: Int64, _ timeline: SessionTimeline) -> String {
         String(format: "%+.3fms", Double(nanos - (timeline.entries.first?.sentAt ?? 0)) / 1e6)
     }
 
-    func issuance(of generation: UInt64, _ timeline: SessionTimeline) -> [String] {
+    package func issuance(of generation: UInt64, _ timeline: SessionTimeline) -> [String] {
         timeline.entries.first { $0.issuedGeneration == generation }.map { ["issued by " + Oracle.describe($0)] } ?? []
     }
 
-    func attemptsTrace(_ refreshes: [LedgerEntry], during call: ObservedCall, _ timeline: SessionTimeline)
+    package func attemptsTrace(_ refreshes: [LedgerEntry], during call: ObservedCall, _ timeline: SessionTimeline)
         -> [String]
     {
         let window = refreshes.filter {

@@ -250,16 +250,16 @@ public struct Violation: Sendable, Hashable, Codable, CustomStringConvertible {
     /// How many times this invariant broke in the run (only the first is traced).
     public var occurrences: Int
 
+    package init(invariant: Invariant, scenario: String, seed: UInt64, summary: String, trace: [String], occurrences: Int) {
+        self.invariant = invariant
+        self.scenario = scenario
+        self.seed = seed
+        self.summary = summary
+        self.trace = trace
+        self.occurrences = occurrences
+    }
+
     public var description: String {
         "\(invariant) in \(scenario) (seed \(seed)): \(summary)" + (occurrences > 1 ? " [×\(occurrences)]" : "")
     }
-}
-
-extension Scenario.Kind {
-    /// The invariants a scenario of this kind judges, for reports that list each one (JUnit):
-    /// the session invariants I1–I13, I26 and I27 in the scenarios over one store; the storage invariants
-    /// where a store restarts or shares its storage; the step-up and state-stream ones in
-    /// theirs. The ledger's single-flight (I1) and no-reuse (I7), and the watchdog's no-hang
-    /// (I3), are judged everywhere. A report adds any invariant a run violated beyond these.
-    public var judgedInvariants: [Invariant] { ScenarioFamilies.family(of: self).judgedInvariants(self) }
 }

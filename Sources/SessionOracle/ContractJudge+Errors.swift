@@ -5,7 +5,7 @@ import TokenServer
 /// A call that ended in an error: which error the contract allowed it, from what the server
 /// did while it waited and what the caller's session was — the rules ``ErrorRule`` states.
 extension ContractJudge {
-    func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
+    package func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
         -> Finding?
     {
         let current = timeline.current(account: call.account, at: call.startedNanos)

@@ -1,10 +1,9 @@
 import SessionContract
+import SessionOracle
 import SessionSync
 import Synchronization
 import Testing
 import TokenServer
-
-@testable import SessionBench
 
 /// Every sentence of ``ContractJudge``'s header, each on a history written by hand: a call
 /// belongs to the session current when it started, and what it got must be one of the outcomes

@@ -8,7 +8,7 @@ extension ContractJudge {
     /// ended while it waited, so its answer is `signedOut` or a token of that session; another
     /// user's token is a leak across users (I9), the same user's new session's a crossed fence
     /// (I8).
-    func judgeLaterSession(
+    package func judgeLaterSession(
         _ token: ObservedCall.Issued, session: SessionTimeline.Session, call: ObservedCall, who: String,
         _ timeline: SessionTimeline
     ) -> Finding? {

@@ -1,10 +1,8 @@
 import SessionContract
-import SessionStores
+import SessionOracle
 import Synchronization
 import Testing
 import TokenServer
-
-@testable import SessionBench
 
 /// The contract's judge on histories written out by hand: a real server's ledger, the harness's
 /// events and calls with chosen outcomes, so each rule is shown on exactly the facts it reads.

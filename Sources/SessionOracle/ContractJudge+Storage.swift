@@ -8,8 +8,8 @@ extension ContractJudge {
     /// session after: judged over `writes` (every save and clear of `account`'s storage, with when)
     /// for the calls of this batch (I15), the writes not judged yet (I16), and what the storage
     /// holds at `instant`, with nothing under way (I16, I15).
-    mutating func judgeStorage(
-        saved: UInt64?, writes: [MemoryStorage.Write], account: Int, calls: [ObservedCall], timeline: SessionTimeline,
+    package mutating func judgeStorage(
+        saved: UInt64?, writes: [StorageWrite], account: Int, calls: [ObservedCall], timeline: SessionTimeline,
         at instant: Int64, report: (Finding) -> Void
     ) {
         func family(_ generation: UInt64) -> UInt64? { timeline.issued[generation]?.family }

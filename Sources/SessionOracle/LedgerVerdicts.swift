@@ -229,7 +229,7 @@ public struct LedgerVerdicts: Sendable, Codable, Equatable {
     }
 
     /// Calls that started while an earlier one of the same group was still unanswered.
-    static func overlapping(_ calls: [LedgerEntry]) -> Int {
+    package static func overlapping(_ calls: [LedgerEntry]) -> Int {
         var count = 0
         var latestAnswer = Int64.min
         for call in calls.sorted(by: { $0.sentAt < $1.sentAt }) {
@@ -259,7 +259,7 @@ extension LedgerVerdicts {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static let csvColumns = [
+    package static let csvColumns = [
         "verdict", "sign_ins", "clients", "overlapping_client_grants", "refresh_calls", "redemptions", "expiries_refreshed", "refreshes_per_expiry",
         "overlapping_refreshes", "back_to_back_refreshes", "repeated_redemptions", "reuse_detected", "reuse_accepted", "revoked_sessions",
         "stale_401_refreshes", "refreshes_after_invalid_grant", "repeated_401s", "resource_accepted", "resource_401",

@@ -2,19 +2,19 @@
 /// session (server family), over the whole run. Only the points where that highest generation
 /// rises are kept (one per generation ever handed out, not one per call), so a run of any length
 /// stays cheap.
-struct Watermark {
-    struct Point {
-        let end: Int64
-        let generation: UInt64
-        let caller: Int
-        let phase: String
+package struct Watermark {
+    package struct Point {
+        package let end: Int64
+        package let generation: UInt64
+        package let caller: Int
+        package let phase: String
     }
 
     private var points: [UInt64: [Point]] = [:]
 
     /// Adds calls that returned a token, each with its session, in any order relative to those
     /// added before.
-    mutating func add(_ handouts: [(call: ObservedCall, family: UInt64)]) {
+    package mutating func add(_ handouts: [(call: ObservedCall, family: UInt64)]) {
         var touched = Set<UInt64>()
         for (call, family) in handouts {
             guard let issued = call.token else { continue }
@@ -33,7 +33,7 @@ struct Watermark {
     }
 
     /// The highest generation of `family` among the calls that returned before `instant`.
-    func highest(family: UInt64, endedBefore instant: Int64) -> Point? {
+    package func highest(family: UInt64, endedBefore instant: Int64) -> Point? {
         guard let list = points[family], !list.isEmpty else { return nil }
         var low = 0
         var high = list.count

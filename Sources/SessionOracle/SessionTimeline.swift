@@ -19,34 +19,34 @@ import TokenServer
 /// A session is one server family: it begins when its sign-in starts and ends when the account's
 /// next sign-in or sign-out starts (its fence is when that call returns). A call belongs to the
 /// session current when it started; while a sign-in or sign-out is under way, to either side.
-struct SessionTimeline {
-    struct Session {
-        let account: Int
-        let family: UInt64
+package struct SessionTimeline {
+    package struct Session {
+        package let account: Int
+        package let family: UInt64
         /// Which of the account's users signed in.
-        let slot: Int
+        package let slot: Int
         /// The sign-in that started it.
-        let began: SessionEvent
+        package let began: SessionEvent
         /// The account's next event, which ended it.
-        var ended: SessionEvent?
+        package var ended: SessionEvent?
         /// When the server first answered one of its refreshes `invalid_grant`: the earliest answer.
-        var refusedAt: Int64?
+        package var refusedAt: Int64?
     }
 
-    private(set) var sessions: [UInt64: Session] = [:]
-    private(set) var events: [Int: [SessionEvent]] = [:]
+    package private(set) var sessions: [UInt64: Session] = [:]
+    package private(set) var events: [Int: [SessionEvent]] = [:]
     /// Refresh calls by family, in the order received.
-    private(set) var refreshes: [UInt64: [LedgerEntry]] = [:]
+    package private(set) var refreshes: [UInt64: [LedgerEntry]] = [:]
     /// When each generation's grant was answered (its sign-in or refresh).
-    private(set) var deliveredAt: [UInt64: Int64] = [:]
+    package private(set) var deliveredAt: [UInt64: Int64] = [:]
     /// Generations by family, in the order issued.
-    private(set) var generations: [UInt64: [UInt64]] = [:]
+    package private(set) var generations: [UInt64: [UInt64]] = [:]
     /// Generations whose access token had expired by the time its answer arrived.
-    private(set) var expiredOnArrival: Set<UInt64> = []
-    let issued: [UInt64: TokenServer.IssuedToken]
-    let entries: [LedgerEntry]
+    package private(set) var expiredOnArrival: Set<UInt64> = []
+    package let issued: [UInt64: TokenServer.IssuedToken]
+    package let entries: [LedgerEntry]
 
-    init(events: [SessionEvent], entries: [LedgerEntry], issued: [UInt64: TokenServer.IssuedToken]) {
+    package init(events: [SessionEvent], entries: [LedgerEntry], issued: [UInt64: TokenServer.IssuedToken]) {
         self.entries = entries
         self.issued = issued
         for event in events.sorted(by: { $0.startedNanos < $1.startedNanos }) {
@@ -79,17 +79,17 @@ struct SessionTimeline {
     }
 
     /// The session a generation belongs to, if the harness started it.
-    func session(ofGeneration generation: UInt64) -> Session? {
+    package func session(ofGeneration generation: UInt64) -> Session? {
         issued[generation].flatMap { sessions[$0.family] }
     }
 
     /// The account's events, in the order they started.
-    func events(of account: Int) -> [SessionEvent] { events[account] ?? [] }
+    package func events(of account: Int) -> [SessionEvent] { events[account] ?? [] }
 
     /// The sessions a call of `account` that started at `instant` may belong to, and whether
     /// "no session" is a possible answer then (signed out, a sign-in that failed, or an event under
     /// way that starts or ends one).
-    func current(account: Int, at instant: Int64) -> (families: [UInt64], noneAllowed: Bool) {
+    package func current(account: Int, at instant: Int64) -> (families: [UInt64], noneAllowed: Bool) {
         let list = events(of: account)
         var families: [UInt64] = []
         var noneAllowed = true
@@ -113,26 +113,26 @@ struct SessionTimeline {
     }
 
     /// Whether a sign-in or sign-out of `account` was under way at any moment of `[start, end]`.
-    func eventOverlaps(account: Int, _ start: Int64, _ end: Int64) -> SessionEvent? {
+    package func eventOverlaps(account: Int, _ start: Int64, _ end: Int64) -> SessionEvent? {
         events(of: account).first { $0.overlaps(start, end) }
     }
 
     /// The newest generation of `family` whose grant had been answered by `instant`.
-    func newestDelivered(family: UInt64, by instant: Int64) -> UInt64? {
+    package func newestDelivered(family: UInt64, by instant: Int64) -> UInt64? {
         generations[family]?.last { (deliveredAt[$0] ?? .max) <= instant }
     }
 
     /// The refresh calls of `family`.
-    func refreshes(of family: UInt64) -> [LedgerEntry] { refreshes[family] ?? [] }
+    package func refreshes(of family: UInt64) -> [LedgerEntry] { refreshes[family] ?? [] }
 
     /// Whether a refresh of `family` was possibly under way at some moment of `[start, end]`: sent
     /// by then and not yet answered at its start.
-    func refreshOverlaps(family: UInt64, _ start: Int64, _ end: Int64) -> LedgerEntry? {
+    package func refreshOverlaps(family: UInt64, _ start: Int64, _ end: Int64) -> LedgerEntry? {
         refreshes(of: family).first { $0.sentAt <= end && ($0.respondedAt ?? .max) >= start }
     }
 
     /// A refresh of `family` that was under way for the whole of `[start, end]`.
-    func refreshSpans(family: UInt64, _ start: Int64, _ end: Int64) -> LedgerEntry? {
+    package func refreshSpans(family: UInt64, _ start: Int64, _ end: Int64) -> LedgerEntry? {
         refreshes(of: family).first { $0.sentAt < start && ($0.respondedAt ?? .max) > end }
     }
 }
