@@ -29,7 +29,8 @@ package struct SessionTimeline {
         package let began: SessionEvent
         /// The account's next event, which ended it.
         package var ended: SessionEvent?
-        /// When the server first answered one of its refreshes `invalid_grant`: the earliest answer.
+        /// When the server first answered one of its refreshes `invalid_grant`: the earliest answer
+        /// that reached the client.
         package var refusedAt: Int64?
     }
 
@@ -71,7 +72,10 @@ package struct SessionTimeline {
             // The earliest answer, not the first request's: the server decides in the order it
             // received, but answers after each call's own latency, so a refusal decided later
             // (a refresh of the revoked family) can reach its caller before the one that revoked it.
-            if entry.isInvalidGrant, let answered = entry.respondedAt, var session = sessions[entry.family] {
+            // A refusal the client hung up on before it arrived told the store nothing.
+            if entry.isInvalidGrant, !entry.lostByClient, let answered = entry.respondedAt,
+                var session = sessions[entry.family]
+            {
                 session.refusedAt = min(session.refusedAt ?? answered, answered)
                 sessions[entry.family] = session
             }

@@ -186,6 +186,28 @@ struct ContractJudgeTests {
         #expect(history.judge([told]).isEmpty)
     }
 
+    @Test("a refusal the client hung up on before it arrived told the store nothing: a refresh after it is no I27")
+    func refusalLostByClient() async throws {
+        let hold = AnswerHold()
+        var history = History(latency: .fixed(.milliseconds(1)), sleeper: { _ in await hold.pass() })
+        let grant = try await history.signIn(0)
+        let server = history.server
+        server.revokeSessions(of: history.subjects[0][0])
+        hold.arm()
+        let abandoned = Task { try? await server.refresh(grant.refreshToken) }
+        await hold.untilHeld()
+        abandoned.cancel()
+        hold.release()
+        _ = await abandoned.value
+        await #expect(throws: TokenEndpointError.invalidGrant) { try await server.refresh(grant.refreshToken) }
+        let refreshes = server.ledger.entries.filter { $0.call == .refresh }
+        #expect(refreshes.map(\.outcome) == [.familyRevoked, .familyRevoked])
+        #expect(refreshes.map(\.lostByClient) == [true, false])
+        #expect(history.judge([]).isEmpty)
+        let told = history.call(.error(.refreshTokenRevoked))
+        #expect(history.judge([told]).isEmpty, "the second refusal reached the store")
+    }
+
     @Test("once a caller was told the session was refused, none gets its token, and it is not refreshed")
     func revocationFinal() async throws {
         var history = History()
