@@ -51,7 +51,7 @@ package struct StatesHistory: Sendable {
     /// the driver saw before the hang, not on whole sequences it never finished.
     package var complete = false
 
-    package init(subscribers: Int) { self.subscribers = subscribers }
+    package init(subscribers: Int = 0) { self.subscribers = subscribers }
 }
 
 /// The promises of ``ObservableSessionStore`` over a `session-states` history: every subscriber

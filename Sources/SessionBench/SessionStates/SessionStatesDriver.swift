@@ -89,6 +89,7 @@ struct SessionStatesDriver: ContextDriver {
             store: store, logs: logs, lifetime: scenario.tokenLifetime, calls: calls)
         func record(complete: Bool) {
             var history = run.history
+            history.subscribers = logs.count
             history.received = logs.map { log in log.all.map { StatesHistory.Received($0.state, at: $0.at) } }
             history.ledger = server.ledger.entries
             history.complete = complete
@@ -127,28 +128,10 @@ struct StatesRun: ContextDriver {
     static let users = [Subject("observed-user-a@example.test"), Subject("observed-user-b@example.test")]
     var subjects: [Subject] { Self.users }
     /// What the driver saw after each change, and the refreshes a sign-out discarded.
-    var history: StatesHistory
+    var history = StatesHistory()
     var current: AccessToken?
     /// Subscribers that already missed a change: reported once, and not waited for again.
     var lost: Set<Int> = []
-
-    init(
-        context: DriverContext, observers: Int, timedObservers: Int, lag: OperationKind, time: ManualTime,
-        server: TokenServer, store: any ObservableSessionStore, logs: [SessionStatesDriver.Log], lifetime: Duration,
-        calls: CallLog
-    ) {
-        self.context = context
-        self.observers = observers
-        self.timedObservers = timedObservers
-        self.lag = lag
-        self.time = time
-        self.server = server
-        self.store = store
-        self.logs = logs
-        self.lifetime = lifetime
-        self.calls = calls
-        history = StatesHistory(subscribers: observers)
-    }
 
     enum Change: Sendable {
         case token(Result<AccessToken, SessionError>)
