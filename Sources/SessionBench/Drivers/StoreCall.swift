@@ -1,5 +1,6 @@
 import SessionContract
 import SessionOracle
+import SessionSync
 import TokenServer
 
 /// One call a caller makes on a store, timed and recorded in the caller's own task: the clock
@@ -59,6 +60,23 @@ enum StoreCall: Sendable {
         case .clientToken(let client):
             do throws(SessionError) { return .success(try await client.token()) } catch { return .failure(error) }
         }
+    }
+
+    /// Records the call that started at `started` and has just returned `result` into `latch`.
+    /// Never inlined: the record is built in this function's own stack frame, not in the
+    /// caller's task, whose frames a waiting caller holds for as long as it waits (the record
+    /// in the caller's frame cost every waiter of the scale storm an allocation and a kilobyte).
+    @inline(never)
+    func finish(
+        into latch: CompletionLatch<ObservedCall>, _ result: Result<AccessToken?, SessionError>, started: Started,
+        caller: Int, account: Int, kind: OperationKind, phase: String, clock: TokenClock, subjects: [[Subject]],
+        cancelled: Bool
+    ) {
+        latch.finish(
+            record(
+                result, started: started, caller: caller, account: account, kind: kind, phase: phase, clock: clock,
+                subjects: subjects, cancelled: cancelled
+            ).call)
     }
 
     /// The call that started at `started` and has just returned `result`, as the oracle sees it.

@@ -109,9 +109,10 @@ extension SharedStorageDriver {
         _ links: [SessionProcessLink], server: TokenServer, dead: Set<Int> = [],
         until enough: @escaping @Sendable (Heard) -> Bool
     ) async -> [Heard] {
-        await withTaskGroup(of: (Int, Heard).self) { group in
+        let patience = patience
+        return await withTaskGroup(of: (Int, Heard).self) { group in
             for (index, link) in links.enumerated() where !dead.contains(index) {
-                group.addTask { [runner] in
+                group.addTask {
                     var heard = Heard()
                     while !enough(heard) {
                         switch await link.next(within: patience) {

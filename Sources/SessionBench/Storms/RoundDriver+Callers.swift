@@ -52,11 +52,10 @@ extension RoundDriver {
                 } else {
                     result = await request.call(on: stores[account])
                 }
-                latch.finish(
-                    request.record(
-                        result, started: started, caller: caller, account: account, kind: kindOf?(caller) ?? kind,
-                        phase: phase, clock: clock, subjects: subjects, cancelled: cancel.contains(caller)
-                    ).call)
+                request.finish(
+                    into: latch, result, started: started, caller: caller, account: account,
+                    kind: kindOf?(caller) ?? kind, phase: phase, clock: clock, subjects: subjects,
+                    cancelled: cancel.contains(caller))
             }
         }
         return Wave(latch: latch, tasks: tasks, callers: callers, kind: kind, phase: phase, cancel: cancel)
