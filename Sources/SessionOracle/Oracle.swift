@@ -63,6 +63,17 @@ public final class Oracle: Sendable {
     /// `observed` tells whether any caller was handed a generation, for traces that point
     /// from a reuse back to the refresh whose result the store dropped.
     package func auditLedger(_ entries: [LedgerEntry], observed: (UInt64) -> Bool) {
+        record(Self.ledgerFindings(entries, observed: observed))
+    }
+
+    /// What ``auditLedger(_:observed:)`` finds over `entries`, in the order it finds it.
+    package static func ledgerFindings(_ entries: [LedgerEntry], observed: (UInt64) -> Bool)
+        -> [ContractJudge.Finding]
+    {
+        var findings: [ContractJudge.Finding] = []
+        func report(_ invariant: Invariant, _ summary: String, trace: [String]) {
+            findings.append(.init(invariant: invariant, summary: summary, trace: trace))
+        }
         let refreshes = entries.filter { $0.call == .refresh }
         // Concurrent refreshes of one session.
         var byFamily: [UInt64: [LedgerEntry]] = [:]
@@ -113,6 +124,7 @@ public final class Oracle: Sendable {
                 } ?? [])
                     + reuses.prefix(3).map { "reused by " + Self.describe($0) })
         }
+        return findings
     }
 
     /// What became of a redemption's grant, for traces that explain a later reuse.

@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionOracle
 import Testing
 
 /// `--expect` through the command line: the re-entrant actor's violations named in a file make

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import SessionStorage
 
 /// A `shared-storage` process: several instances of one store over one storage folder (each with

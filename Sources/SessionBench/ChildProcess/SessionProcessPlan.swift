@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 
 /// What one session process does: the store and storage it opens, and how its round ends.
 /// Sent as the first line of its standard input.
@@ -139,11 +140,4 @@ struct SharedRound: Equatable, Codable {
     var advance: Int64
     /// The instances that act, numbered across processes: process × instances per process + instance.
     var holders: [Int]
-}
-
-/// What a storage folder holds, as the backend reads it back.
-enum StoredState: Equatable {
-    case session(generation: UInt64)
-    case empty
-    case unreadable
 }

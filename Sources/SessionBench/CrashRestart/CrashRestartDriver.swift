@@ -11,58 +11,16 @@ import TokenServer
 /// The driver is the session's network: every sign-in and refresh of a session process comes
 /// here, to a server that rotates refresh tokens and detects reuse and whose ledger outlives
 /// the processes. What each process's callers were handed is reported line by line as it
-/// happens, so the driver knows it even when the process dies. The checks
-/// (`CrashRestartDriver+Checks`) read only that, the ledger and the storage's files.
+/// happens, so the driver knows it even when the process dies. It records that, the ledger and
+/// what the storage held (``CrashRestartHistory``); the judge (``CrashRestartJudge``) reads the
+/// history after the run.
 struct CrashRestartDriver: ContextDriver {
     let context: DriverContext
     let launcher: any SessionProcessLauncher
     let backend: StorageBackend
 
     /// What one session process did, as it reported it.
-    struct Incarnation {
-        let index: Int
-        let crash: CrashPoint
-        let signedIn: Bool
-        var first: Result<UInt64, SessionError>?
-        var got: [Result<UInt64, SessionError>] = []
-        var signedOut = false
-        var done = false
-        var killed = false
-        /// Generations the server issued to this process, delivered or not, and those issued to
-        /// its storm (after its first token).
-        var issued: [UInt64] = []
-        var issuedInStorm: [UInt64] = []
-        var end: ProcessEnd?
-        /// What the storage held once the process had ended, read by the driver itself.
-        var disk: StoredState = .empty
-        /// The server refused a refresh token of this process (`invalid_grant`): the session is
-        /// over at the server whether or not a caller lived to hear it.
-        var refused = false
-        /// A storage call of this process failed to write: the run ends here, this process unjudged.
-        var storageFailed = false
-
-        /// The round did what its crash point needs: its storm got a grant from the server.
-        /// Otherwise (the session had just been revoked) the point is tried again.
-        var landed: Bool { crash == .clean || !issuedInStorm.isEmpty }
-
-        /// The highest generation any caller of this process was handed.
-        var handed: UInt64 {
-            ([first].compactMap { try? $0?.get() } + got.compactMap { try? $0.get() }).max() ?? 0
-        }
-
-        var sawRevocation: Bool {
-            refused || first == .failure(.refreshTokenRevoked) || got.contains(.failure(.refreshTokenRevoked))
-        }
-    }
-
-    /// The session as the previous process left it.
-    struct Carried {
-        var live = false
-        var ended = false
-        var handed: UInt64 = 0
-        var latestIssued: UInt64 = 0
-        var crash = CrashPoint.clean
-    }
+    typealias Incarnation = CrashRestartHistory.Life
 
     func run(outcome: inout DriverOutcome) async {
         let directory: String
@@ -79,21 +37,22 @@ struct CrashRestartDriver: ContextDriver {
             reuseGraceSeconds: scenario.reuseGraceWindow.secondsValue)
         var scan = AtRestScan()
         var random = SeededRandom(seed: scenario.seed ^ 0x5EED)
-        var carried = Carried()
-        var lives: [Incarnation] = []
+        var carried = CrashRestartHistory.Carried()
+        var history = CrashRestartHistory(
+            stormSize: scenario.tasks, backend: backend.name, protectsAtRest: backend.protectsAtRest)
         var pending = CrashPoint.schedule(rounds: scenario.rounds, seed: scenario.seed)
         // The last crash is judged by the process after it: end with a clean one.
         if pending.last != .clean { pending.append(.clean) }
         let started = ContinuousClock.now
         // Every point of the schedule lands on a session whose storm refreshed: a point that
         // fell on a process whose session had just been revoked is tried again, up to a bound.
-        while let crash = pending.first, lives.count < Self.processLimit(rounds: scenario.rounds) {
-            let index = lives.count
+        while let crash = pending.first, history.lives.count < Self.processLimit(rounds: scenario.rounds) {
+            let index = history.lives.count
             let plan = SessionProcessPlan(
                 store: descriptor.name, backend: backend.name, directory: directory, incarnation: index,
                 signIn: !carried.live, subject: subject, callers: scenario.tasks, readsPerCaller: 200, crash: crash,
                 midSaveLimit: 1 + Int(random.next() % 600))
-            server.setContext(Self.context(index, crash, "launch"))
+            server.setContext(CrashRestartHistory.context(index, crash, "launch"))
             let link: SessionProcessLink
             do { link = try launcher.launch() } catch {
                 outcome.failure = "could not start a session process: \(error)"
@@ -103,7 +62,6 @@ struct CrashRestartDriver: ContextDriver {
             var life = Incarnation(index: index, crash: crash, signedIn: plan.signIn)
             let stop = await drive(link, plan: plan, life: &life, server: server, secrets: &secrets, outcome: &outcome)
             let end = await link.wait()
-            life.end = end
             outcome.persistence?.processes += 1
             // What a process did after its disk refused a write is not the store's to answer for.
             if life.storageFailed { break }
@@ -120,22 +78,23 @@ struct CrashRestartDriver: ContextDriver {
             }
             scan.merge(AtRestScan.scan(directory, secrets: secrets.byKind))
             if life.signedOut {
-                let ended = AtRestScan.scan(
-                    directory, secrets: ["the signed-out session's refresh token": secrets.session])
-                judgeSignOutLeftovers(ended, life)
+                life.afterSignOut =
+                    AtRestScan.scan(directory, secrets: ["the signed-out session's refresh token": secrets.session])
+                    .exposures
             }
-            let entries = server.ledger.entries.filter { Self.process(of: $0) == "process \(index)" }
-            life.refused = entries.contains { $0.call == .refresh && $0.isInvalidGrant }
-            if index > 0 { judgeRestart(after: carried, lives.last!, life, entries: entries, outcome: &outcome) }
-            carried = Self.carry(carried, life, restored: lives.last?.disk)
-            lives.append(life)
+            life.refused = CrashRestartJudge.refused(
+                server.ledger.entries.filter { CrashRestartHistory.process(of: $0) == "process \(index)" })
+            carried = carried.next(after: life, restored: history.lives.last?.disk)
+            history.lives.append(life)
             if life.landed { pending.removeFirst() }
             if stop || outcome.failure != nil { break }
         }
         outcome.persistence?.pointsNotPlayed = pending.map(\.rawValue)
         outcome.seconds = (ContinuousClock.now - started).secondsValue
-        auditLedger(server.ledger.entries, lives: lives, outcome: &outcome)
-        Self.judgeAtRest(scan, backend: backend, oracle: oracle, outcome: &outcome)
+        history.ledger = server.ledger.entries
+        history.exposures = scan.exposures
+        history.looseFiles = scan.looseFiles
+        judge(history, scan: scan, outcome: &outcome)
     }
 
     /// Serves one process until it ends. Returns `true` when the run must stop (a hang, or a
@@ -160,7 +119,7 @@ struct CrashRestartDriver: ContextDriver {
                     operation: .rejection, waitedSeconds: runner.hangTimeout.secondsValue,
                     phase: "session process \(life.index) (\(life.crash.rawValue))",
                     detail: "no word from the session process for the hang timeout; the server had answered "
-                        + "\(server.ledger.entries.filter { Self.process(of: $0) == "process \(life.index)" }.count) "
+                        + "\(server.ledger.entries.filter { CrashRestartHistory.process(of: $0) == "process \(life.index)" }.count) "
                         + "call(s) of it")
                 return true
             case .line(let text):
@@ -186,7 +145,7 @@ struct CrashRestartDriver: ContextDriver {
                     }
                 case .first(let first):
                     life.first = first
-                    server.setContext(Self.context(life.index, life.crash, "storm"))
+                    server.setContext(CrashRestartHistory.context(life.index, life.crash, "storm"))
                 case .got(let got): life.got.append(got)
                 case .saved(let nanoseconds): outcome.latencies.record(.save, nanoseconds: nanoseconds)
                 case .reads(let count, let calls):
@@ -242,26 +201,6 @@ struct CrashRestartDriver: ContextDriver {
             return "session process \(life.index) (\(life.crash.rawValue)) exited with status \(status) "
                 + "before its round ended"
         }
-    }
-
-    /// How `life` leaves the session for the next process. A rotation lost before `life` was
-    /// judged at its start and is gone: the session goes on from what `life` restored.
-    private static func carry(_ carried: Carried, _ life: Incarnation, restored: StoredState?) -> Carried {
-        var next = Carried()
-        let hasSession = (try? life.first?.get()) != nil
-        next.ended = life.signedOut
-        next.live = hasSession && !life.signedOut && !life.sawRevocation
-        next.handed = life.signedIn ? life.handed : max(carried.handed, life.handed)
-        var base: UInt64 = 0
-        if !life.signedIn, case .session(let generation)? = restored { base = generation }
-        next.latestIssued = max(base, life.issued.max() ?? 0)
-        next.crash = life.crash
-        return next
-    }
-
-    /// The server's context for a process's calls: `process 3, mid-save, storm`.
-    static func context(_ index: Int, _ crash: CrashPoint, _ phase: String) -> String {
-        "process \(index), \(crash.rawValue), \(phase)"
     }
 
     /// At most this many processes: every scheduled point, and as many again for points that

@@ -136,7 +136,7 @@ struct SharedStorageDriver: ContextDriver {
         if !outcome.storageFault {
             oracle.auditLedger(server.ledger.entries, observed: { handed.contains($0) })
         }
-        if let atRest { CrashRestartDriver.judgeAtRest(atRest, backend: backend, oracle: oracle, outcome: &outcome) }
+        if let atRest { atRest.judge(backend: backend, oracle: oracle, outcome: &outcome) }
     }
 
     /// The launch, the events and the sign-out. Returns `false` when the run had to stop (a hang, a

@@ -1,3 +1,5 @@
+import SessionOracle
+
 /// What a run over storage (`crash-restart`, `shared-storage`) measured of a store over one
 /// storage backend.
 public struct PersistenceFigures: Sendable, Codable, Hashable {

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 
 /// The secrets issued to the run's session, for the at-rest scan: a prefix of every access
 /// token, every refresh token, and the user id. Never printed.
@@ -18,7 +19,7 @@ struct Secrets {
         session.append(Array(grant.refreshToken.value.utf8))
     }
 
-    mutating func note(_ grant: TokenGrant, in life: inout CrashRestartDriver.Incarnation) {
+    mutating func note(_ grant: TokenGrant, in life: inout CrashRestartHistory.Life) {
         note(grant)
         life.issued.append(grant.accessToken.generation)
         if life.first != nil { life.issuedInStorm.append(grant.accessToken.generation) }

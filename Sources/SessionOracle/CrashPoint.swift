@@ -27,14 +27,14 @@ public enum CrashPoint: String, Sendable, Hashable, Codable, CaseIterable {
     case signOutDuringRefresh = "sign-out-during-refresh"
 
     /// Whether the store's storage itself fires the crash (the harness's wrapper around it).
-    var firesInStorage: Bool { self == .beforeSave || self == .midSave || self == .afterSave }
+    package var firesInStorage: Bool { self == .beforeSave || self == .midSave || self == .afterSave }
 
     /// Whether the round ends the session by a sign-out.
-    var signsOut: Bool { self == .afterSignOut || self == .signOutDuringRefresh }
+    package var signsOut: Bool { self == .afterSignOut || self == .signOutDuringRefresh }
 
     /// `rounds` crash points: every point in each pass of ``allCases``, in an order shuffled
     /// from `seed`, so whether a bug is caught never depends on a lucky draw.
-    static func schedule(rounds: Int, seed: UInt64) -> [CrashPoint] {
+    package static func schedule(rounds: Int, seed: UInt64) -> [CrashPoint] {
         var random = SeededRandom(seed: seed ^ 0xC4A5_4E57)
         var points: [CrashPoint] = []
         while points.count < rounds {
@@ -46,4 +46,11 @@ public enum CrashPoint: String, Sendable, Hashable, Codable, CaseIterable {
         }
         return Array(points.prefix(rounds))
     }
+}
+
+/// What a storage folder holds, as the backend reads it back.
+package enum StoredState: Equatable, Sendable {
+    case session(generation: UInt64)
+    case empty
+    case unreadable
 }
