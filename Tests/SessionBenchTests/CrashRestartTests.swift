@@ -43,8 +43,11 @@ struct CrashRestartTests {
         let directory = try ToolProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("results.json")
+        // Every backend's run of 16+ session processes: about 25 s each under ThreadSanitizer on 2
+        // cores, more on a busy machine (8 runs took 168 s and more beside a build). The tool's own
+        // watchdogs turn a hang into a verdict; this limit only stops a run that never ends.
         let run = try await ToolProcess.run(
-            ["compare", "--include-broken", "--output", file.path] + arguments, timeout: 180)
+            ["compare", "--include-broken", "--output", file.path] + arguments, timeout: 600)
         let data = (try? Data(contentsOf: file)) ?? Data()
         let results = (try? JSONDecoder().decode(Rows<Row>.self, from: data).results) ?? []
         return (run.status, results, run.stdout + run.stderr)
