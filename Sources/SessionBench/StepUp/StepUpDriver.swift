@@ -56,13 +56,14 @@ struct StepUpDriver: ContextDriver {
         outcome.stepUp?.prompts = user.prompts.count
         outcome.stepUp?.elevateCalls = server.ledger.elevateCalls
         link.measure(into: &outcome)
-        session.checkEndedSessions()
+        session.history.ledger = server.ledger.entries
+        oracle.record(StepUpJudge.judge(session.history))
         // The session's own calls among the bursts, judged against the contract like any other.
         outcome.coverage = calls.judge(skew: configuration.refreshSkew, into: oracle)
     }
 }
 
-/// One run of `step-up`: the driver's state and its checks.
+/// One run of `step-up`: the driver's state, and what it recorded for the judge.
 struct StepUpSession: ContextDriver {
     let context: DriverContext
     let time: ManualTime
@@ -83,8 +84,8 @@ struct StepUpSession: ContextDriver {
     var later: [any SessionClient] = []
     /// The round whose user was signed in at the end of the round before (a switch during a prompt).
     var signedInAhead: Int?
-    /// Sessions the driver ended, and when their sign-out returned (real nanoseconds).
-    var ended: [(family: UInt64, at: Int64, round: Int)] = []
+    /// What the run saw, for ``StepUpJudge``: the sessions it ended among it.
+    var history = StepUpHistory()
 
     init(
         context: DriverContext, time: ManualTime, server: TokenServer, user: SimulatedUser,
@@ -111,10 +112,7 @@ struct StepUpSession: ContextDriver {
         self.answers = answers
     }
 
-    enum Call: Sendable {
-        case elevated(Result<ElevatedToken, SessionError>)
-        case base(Result<AccessToken, SessionError>)
-    }
+    typealias Call = StepUpHistory.Call
 
     mutating func play(outcome: inout DriverOutcome) async {
         outcome.stepUp = StepUpFigures()
@@ -142,18 +140,27 @@ struct StepUpSession: ContextDriver {
         later += [store.makeClient(), store.makeClient()]
 
         // A burst with no elevated token: one prompt, held open; the session goes on meanwhile.
-        guard await burst(round: round, label: "clinical burst", requests: scenario.tasks, answer: answers[round],
-            independence: true, counted: true, outcome: &outcome) else { return false }
+        guard
+            await burst(
+                round: round, label: "clinical burst", requests: scenario.tasks, answer: answers[round],
+                independence: true, counted: true, outcome: &outcome)
+        else { return false }
         if answers[round] != .approved {
-            guard await burst(round: round, label: "request after the \(answers[round].rawValue) prompt", requests: 1,
-                answer: .approved, independence: false, counted: false, outcome: &outcome) else { return false }
+            guard
+                await burst(
+                    round: round, label: "request after the \(answers[round].rawValue) prompt", requests: 1,
+                    answer: .approved, independence: false, counted: false, outcome: &outcome)
+            else { return false }
         }
         // A burst while the elevated token is fresh: no prompt.
         guard await cachedBurst(round: round, outcome: &outcome) else { return false }
         // The elevated token expires: one prompt again.
         time.advance(by: stepUpLifetime)
-        guard await burst(round: round, label: "burst after the elevated token expired", requests: max(1, scenario.tasks / 2),
-            answer: .approved, independence: false, counted: false, outcome: &outcome) else { return false }
+        guard
+            await burst(
+                round: round, label: "burst after the elevated token expired", requests: max(1, scenario.tasks / 2),
+                answer: .approved, independence: false, counted: false, outcome: &outcome)
+        else { return false }
         // How the session ends: a sign-out during a prompt, another user's sign-in during a prompt,
         // a sign-out with the elevated token fresh, or (the next round's sign-in) another user's
         // sign-in with it fresh.
@@ -171,16 +178,21 @@ struct StepUpSession: ContextDriver {
     mutating func signIn(round: Int, outcome: inout DriverOutcome) async -> Bool {
         setContext("round \(round): sign-in")
         let user = subjects[subject]
-        let store = self.store, calls = self.calls
-        guard let signedIn = await watched("round \(round): sign-in", outcome: &outcome, { () async -> Result<Void, SessionError> in
-            do throws(SessionError) { try await calls.signIn(user, on: store) } catch { return .failure(error) }
-            return .success(())
-        }) else { return false }
+        let store = self.store
+        let calls = self.calls
+        guard
+            let signedIn = await watched(
+                "round \(round): sign-in", outcome: &outcome,
+                { () async -> Result<Void, SessionError> in
+                    do throws(SessionError) { try await calls.signIn(user, on: store) } catch { return .failure(error) }
+                    return .success(())
+                })
+        else { return false }
         guard case .success = signedIn else {
             outcome.failure = "round \(round): sign-in failed"
             return false
         }
-        if family != 0 { ended.append((family, TokenServer.realNanoseconds(), round)) }
+        if family != 0 { ended(round: round) }
         outcome.operations += 1
         family = server.ledger.entries.last { $0.call == .signIn }?.family ?? 0
         return true
@@ -217,33 +229,21 @@ struct StepUpSession: ContextDriver {
         if let cancelled {
             guard let answers = await collect(cancelled, phase: "\(phase): cancelled requests", outcome: &outcome)
             else { return false }
-            judgeCancelled(answers, answer: answer, phase: phase)
+            observe(.cancelled(phase: phase, results: Self.elevated(answers), answer: answer, session: now))
         }
         // The burst's prompts are those shown while its first was open: a request that arrived
         // after a denial or a dismissal was answered rightly prompts again (I19), and counts apart.
-        let shown = Array(user.prompts.dropFirst(before))
+        let shown = user.prompts.dropFirst(before).map(StepUpHistory.Prompt.init)
         let firstAnswered = shown.first?.answeredAt ?? .max
-        let prompts = shown.count { $0.shownAt <= firstAnswered }
         if counted {
             outcome.stepUp?.bursts += 1
-            outcome.stepUp?.burstPrompts += prompts
+            outcome.stepUp?.burstPrompts += shown.count { $0.shownAt <= firstAnswered }
         }
-        let results = calls.compactMap { if case .elevated(let result) = $0 { result } else { nil } }
+        let results = Self.elevated(calls)
         outcome.operations += UInt64(results.count { (try? $0.get()) != nil })
         outcome.failedCalls += UInt64(results.count { (try? $0.get()) == nil })
-        if prompts > 1 {
-            oracle.report(
-                .promptSingleFlight, "\(prompts) prompts at once for \(requests) concurrent clinical requests (\(phase))",
-                trace: promptTrace(since: before))
-        } else if let approved = shown.first(where: { $0.answer == .approved }),
-            let again = shown.first(where: { $0.index > approved.index })
-        {
-            oracle.report(
-                .promptSingleFlight,
-                "a prompt after the user had approved one, with the elevated token fresh (\(phase))",
-                trace: promptTrace(since: before) + ["prompt #\(again.index) came after approved prompt #\(approved.index)"])
-        }
-        judge(results, prompts: shown.count, answer: answer, phase: phase)
+        observe(
+            .burst(phase: phase, requests: requests, results: results, shown: shown, answer: answer, session: now))
         return true
     }
 
@@ -254,20 +254,10 @@ struct StepUpSession: ContextDriver {
         let before = user.prompts.count
         let latch = launch(16)
         guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
-        let prompts = user.prompts.count - before
-        if prompts > 0 {
-            oracle.report(
-                .promptSingleFlight, "\(prompts) prompt(s) while a fresh elevated token was held (\(phase))",
-                trace: promptTrace(since: before))
-        }
-        for call in calls {
-            guard case .elevated(let result) = call else { continue }
-            switch result {
-            case .success(let elevated): checkElevated(elevated, phase: phase)
-            case .failure(let error):
-                oracle.report(.served, "a clinical request with a fresh elevated token held failed with '\(error)' (\(phase))")
-            }
-        }
+        observe(
+            .freshBurst(
+                phase: phase, results: Self.elevated(calls),
+                shown: user.prompts.dropFirst(before).map(StepUpHistory.Prompt.init), session: now))
         // The fast path's cost, timed one call at a time.
         let client = clients[0]
         for _ in 0..<64 {
@@ -284,7 +274,9 @@ struct StepUpSession: ContextDriver {
     /// the prompt never completes them, and a loaded machine is not taken for one (beside 8 busy
     /// loops on 2 cores, a correct store's calls took over 1 s).
     mutating func checkIndependence(phase: String, outcome: inout DriverOutcome) async {
-        let store = self.store, kept = clients[0], calls = self.calls
+        let store = self.store
+        let kept = clients[0]
+        let calls = self.calls
         let limit = runner.hangTimeout
         let latch = CompletionLatch<Call>(expected: 1)
         Task {
@@ -299,16 +291,10 @@ struct StepUpSession: ContextDriver {
             latch.finish(.base(read))
         }
         guard let calls = await latch.wait(until: .now + limit), case .base(let result) = calls.first else {
-            oracle.report(
-                .stepUpIndependent,
-                "a token read (from the store and from API objects, one of them waiting on the prompt) and a 401 of the signed-in session did not complete within \(limit) while a step-up prompt was open (\(phase))",
-                trace: ["the prompt is shown and unanswered; the session's own token needs no prompt"])
+            observe(.independence(phase: phase, limit: limit, result: nil))
             return
         }
-        switch result {
-        case .success: outcome.operations += 4
-        case .failure(let error):
-            oracle.report(.served, "a token read or 401 failed with '\(error)' while a step-up prompt was open (\(phase))")
-        }
+        if case .success = result { outcome.operations += 4 }
+        observe(.independence(phase: phase, limit: limit, result: result.map { _ in () }))
     }
 }

@@ -93,8 +93,4 @@ extension StepUpSession {
             phase: phase, detail: "a call of the harness's own never returned")
         return nil
     }
-
-    func familyOf(_ generation: UInt64) -> UInt64 {
-        server.ledger.entries.last { $0.issuedGeneration == generation }?.family ?? 0
-    }
 }

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionOracle
 import SessionSync
 import TokenServer
 
@@ -25,14 +26,16 @@ extension StepUpSession {
         let phase = "round \(round): sign-out during a prompt"
         setContext(phase)
         let latch = await openPrompt()
-        let store = self.store, calls = self.calls
+        let store = self.store
+        let calls = self.calls
         guard await watched(phase, outcome: &outcome, { await calls.signOut(store) }) != nil else { return false }
-        ended.append((family, TokenServer.realNanoseconds(), round))
+        ended(round: round)
         family = 0
         setContext("round \(round): after sign-out")
         user.gate.release()
         guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
-        judgeEndedPrompt(calls, ending: "the session ended", phase: phase)
+        observe(
+            .endedPrompt(phase: phase, ending: "the session ended", results: Self.elevated(calls), session: now))
         // Let a late answer do whatever the store does with it, then look again.
         try? await Task.sleep(for: .milliseconds(5))
         return await checkClientsSignedOut(when: "after sign-out (round \(round))", outcome: &outcome)
@@ -42,12 +45,14 @@ extension StepUpSession {
     mutating func signOutWithElevationHeld(round: Int, outcome: inout DriverOutcome) async -> Bool {
         let phase = "round \(round): sign-out with the elevated token fresh"
         setContext(phase)
-        let store = self.store, calls = self.calls
+        let store = self.store
+        let calls = self.calls
         guard await watched(phase, outcome: &outcome, { await calls.signOut(store) }) != nil else { return false }
-        ended.append((family, TokenServer.realNanoseconds(), round))
+        ended(round: round)
         family = 0
         setContext("round \(round): after sign-out")
-        return await checkClientsSignedOut(when: "after a sign-out with the elevated token fresh (round \(round))", outcome: &outcome)
+        return await checkClientsSignedOut(
+            when: "after a sign-out with the elevated token fresh (round \(round))", outcome: &outcome)
     }
 
     /// Another user signs in while the signed-in user's prompt is open; the answer comes after.
@@ -64,7 +69,8 @@ extension StepUpSession {
         setContext("round \(round): after the switch")
         user.gate.release()
         guard let calls = await collect(latch, phase: phase, outcome: &outcome) else { return false }
-        judgeEndedPrompt(calls, ending: "another user signed in", phase: phase)
+        observe(
+            .endedPrompt(phase: phase, ending: "another user signed in", results: Self.elevated(calls), session: now))
         try? await Task.sleep(for: .milliseconds(5))
         return true
     }
