@@ -251,4 +251,77 @@ struct CrashRestartJudgeTests {
         plain.protectsAtRest = false
         #expect(CrashRestartJudge.judge(plain).findings.isEmpty)
     }
+
+    @Test(
+        "a stored session the restarted store came back signed out from is I15; so is storage left empty under a handed-out token"
+    )
+    func sessionNotRestored() async throws {
+        let network = Network()
+        let first = try await network.signIn(0, .afterPublish)
+        let second = try #require(await network.refresh(0, .afterPublish, presenting: first))
+        let kept = Self.history(
+            [
+                Self.life(
+                    0, .afterPublish, signedIn: true, first: .success(first), got: [.success(second)],
+                    issued: [first, second], disk: .session(generation: second)),
+                Self.life(1, signedIn: false, first: .failure(.signedOut), disk: .session(generation: second)),
+            ], network)
+        let findings = CrashRestartJudge.judge(kept).findings
+        #expect(findings.map(\.invariant) == [.durableRotation, .durableRotation])
+        #expect(
+            findings.first?.summary.contains("nothing was lost at the crash, yet the session did not survive") == true)
+        #expect(
+            findings.last?.summary.contains("the storage held a session but the store came back signed out") == true)
+
+        let lost = Self.history(
+            [
+                Self.life(
+                    0, .afterPublish, signedIn: true, first: .success(first), got: [.success(second)],
+                    issued: [first, second], disk: .empty),
+                Self.life(1, signedIn: false, first: .failure(.signedOut), disk: .empty),
+            ], network)
+        let (emptied, tally) = CrashRestartJudge.judge(lost)
+        #expect(
+            emptied.map(\.summary) == [
+                "callers had generation \(second), but the storage held no session: process 1 restarted after a after-publish crash"
+            ])
+        #expect(tally.restarts == 1 && tally.survived == 0)
+    }
+
+    @Test("a rotation lost at the crash that the restarted store recovers from is counted, and the session survives")
+    func lostRotationRecovered() async throws {
+        let network = Network()
+        let first = try await network.signIn(0, .beforeSave)
+        await network.refresh(0, .beforeSave, presenting: first)  // rotated; the process died before saving
+        let history = Self.history(
+            [
+                Self.life(
+                    0, .beforeSave, signedIn: true, first: .success(first), issued: [first, first + 1],
+                    disk: .session(generation: first)),
+                // The restarted store went on from what it had restored: its storm got a new token.
+                Self.life(
+                    1, signedIn: false, first: .success(first), got: [.success(first + 5)],
+                    disk: .session(generation: first + 5)),
+            ], network)
+        let (findings, tally) = CrashRestartJudge.judge(history)
+        #expect(findings.isEmpty)
+        #expect(tally.rotationsLost == ["before-save": 1])
+        #expect(tally.survived == 1 && tally.endedByReuse == 0)
+    }
+
+    @Test("within one process, its sign-out leftovers are reported before its restart's findings")
+    func orderWithinAProcess() async throws {
+        let network = Network()
+        let first = try await network.signIn(0, .afterPublish)
+        var signedOut = Self.life(
+            1, .afterSignOut, signedIn: false, first: .success(first), disk: .session(generation: first))
+        signedOut.signedOut = true
+        signedOut.afterSignOut = ["session.json.bak: refresh token"]
+        let history = Self.history(
+            [
+                Self.life(0, .afterPublish, signedIn: true, first: .success(first), issued: [first], disk: .unreadable),
+                signedOut,
+            ], network)
+        #expect(CrashRestartJudge.judge(history).findings.map(\.invariant) == [.signOutDurable, .restorable])
+    }
 }

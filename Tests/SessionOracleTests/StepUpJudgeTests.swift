@@ -197,4 +197,58 @@ struct StepUpJudgeTests {
         history.ended = [.init(family: 1, at: refresh.sentAt, round: 0)]
         #expect(StepUpJudge.judge(history).isEmpty)
     }
+
+    @Test("a token of a session that ended only later is 'another session's' when it was handed out")
+    func endedAfterTheObservation() async throws {
+        // User B's session (family 2) is signed in; user A's family 1 ends after this observation.
+        let userBIn = StepUpHistory.Session(subject: Self.userB, family: 2, now: Self.now, ended: 0)
+        let history = try await Self.history(
+            [
+                .freshBurst(
+                    phase: "round 1 fresh", results: [.success(Self.elevated(100, base: 2, subject: Self.userB))],
+                    shown: [], session: userBIn),
+                .clientsServe(round: 1, kept: 4, results: [.success(Self.token(2, Self.userB))], session: userBIn),
+            ], ended: [.init(family: 1, at: .max, round: 2)])
+        let findings = StepUpJudge.judge(history)
+        #expect(findings.map(\.invariant) == [.elevationEndsWithSession, .clientFollowsSession])
+        #expect(findings.first?.summary == "an elevated token bought in another session was handed out (round 1 fresh)")
+        #expect(
+            findings.last?.summary
+                == "an API object made before sign-in returned another session's token after a sign-in (round 1)")
+    }
+
+    @Test("a dismissal kept for a request that saw no prompt is I19; a second prompt after an approval is I18")
+    func answerKeptAndPromptAgain() async throws {
+        let history = try await Self.history([
+            .burst(
+                phase: "round 2 after", requests: 1, results: [.failure(.stepUpDismissed)], shown: [],
+                answer: .dismissed, session: Self.userAIn),
+            .burst(
+                phase: "round 3", requests: 4, results: Array(repeating: .success(Self.elevated(101)), count: 4),
+                shown: [
+                    Self.prompt(4, shown: 1, answered: 2, .approved), Self.prompt(5, shown: 3, answered: 4, .approved),
+                ],
+                answer: .approved, session: Self.userAIn),
+        ])
+        let findings = StepUpJudge.judge(history)
+        #expect(findings.map(\.invariant) == [.stepUpSharedNotSticky, .promptSingleFlight])
+        #expect(findings.first?.summary.contains("an earlier answer was kept") == true)
+        #expect(findings.last?.trace.last == "prompt #5 came after approved prompt #4")
+    }
+
+    @Test(
+        "a prompt waiter told something else than 'signed out' when its session ended is I20; a fresh burst's failure is I12"
+    )
+    func endedPromptOtherError() async throws {
+        let signedOut = StepUpHistory.Session(subject: Self.userA, family: 0, now: Self.now, ended: 1)
+        let history = try await Self.history(
+            [
+                .endedPrompt(
+                    phase: "round 0: sign-out during a prompt", ending: "the session ended",
+                    results: [.failure(.signedOut), .failure(.stepUpDenied)], session: signedOut),
+                .freshBurst(
+                    phase: "round 1 fresh", results: [.failure(.stepUpFailed)], shown: [], session: Self.userAIn),
+            ], ended: [.init(family: 1, at: .max, round: 0)])
+        #expect(Self.invariants(history) == [.elevationEndsWithSession, .served])
+    }
 }

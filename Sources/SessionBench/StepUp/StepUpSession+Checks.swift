@@ -30,8 +30,11 @@ extension StepUpSession {
         let log = self.calls
         let store = self.store
         var seen: [(client: Int, call: Call)] = []
+        // Whether the user was prompted is asked once every call is back: after a hang, a call
+        // still running may prompt at any moment, and the hang is the verdict.
+        var finished = false
         defer {
-            observe(.clientsSignedOut(when: when, calls: seen, prompted: user.prompts.count > before))
+            observe(.clientsSignedOut(when: when, calls: seen, prompted: finished && user.prompts.count > before))
         }
         for (index, client) in (clients + later).enumerated() {
             guard
@@ -50,6 +53,7 @@ extension StepUpSession {
             else { return false }
             seen += calls.map { (index, $0) }
         }
+        finished = true
         return true
     }
 
