@@ -1,3 +1,4 @@
+import Foundation
 import SessionContract
 import Synchronization
 import TokenServer
@@ -136,6 +137,13 @@ public final class Oracle: Sendable {
         return observed(issued)
             ? " (generation \(issued) was handed to callers)"
             : " (generation \(issued) was never handed to any caller: the store dropped the grant, refresh token included)"
+    }
+
+    /// `value` as a finding writes a figure: whole numbers plainly, others with up to 6
+    /// significant digits (as the tool reads and writes numbers everywhere).
+    package static func text(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(format: "%g", value)
     }
 
     package static func describe(_ entry: LedgerEntry) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 
 /// The range every number a user can give must fall in, whether it comes from the command
 /// line, a thresholds file or a sweep. Checked before anything runs: a value outside it is
@@ -39,10 +40,7 @@ public enum InputRange {
     public static let lifetimeMilliseconds: ClosedRange<Double> = 1...2_592_000_000
 
     /// `value` as people write it: whole numbers plainly, others with up to 6 significant digits.
-    public static func text(_ value: Double) -> String {
-        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
-        return String(format: "%g", value)
-    }
+    public static func text(_ value: Double) -> String { Oracle.text(value) }
 
     /// `range` for a message: `between 1 and 100000`.
     public static func text(_ range: ClosedRange<Int>) -> String {

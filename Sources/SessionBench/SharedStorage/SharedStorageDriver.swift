@@ -74,6 +74,9 @@ struct SharedStorageDriver: ContextDriver {
             return
         }
 
+        var history = SharedStorageHistory(
+            backend: backend.name, holders: holders, processes: processes, saved: grant.accessToken.generation,
+            lockTimeout: backend.lockTimeout?.secondsValue)
         var links: [SessionProcessLink] = []
         // What the storage's files held while the session was live: scanned after every event, so a
         // store that loses the session early still shows what its backend kept.
@@ -108,7 +111,7 @@ struct SharedStorageDriver: ContextDriver {
             }
             completed = await drive(
                 links, server: server, time: time, saved: grant, directory: directory, handed: &handed,
-                atRest: &atRest, secrets: &secrets, dead: &dead,
+                atRest: &atRest, secrets: &secrets, dead: &dead, history: &history,
                 outcome: &outcome)
         } catch {
             outcome.failure = "could not start a session process: \(error)"
@@ -131,6 +134,9 @@ struct SharedStorageDriver: ContextDriver {
         }
         outcome.persistence?.processes = processes
         outcome.seconds = (ContinuousClock.now - started).secondsValue
+        let (findings, tally) = SharedStorageJudge.judge(history)
+        oracle.record(findings)
+        outcome.persistence?.grantsTaken += tally.grantsTaken
         // After the database went out of reach or the disk refused a write, what the stores did is
         // not theirs to answer for.
         if !outcome.storageFault {
@@ -144,22 +150,14 @@ struct SharedStorageDriver: ContextDriver {
     private func drive(
         _ links: [SessionProcessLink], server: TokenServer, time: ManualTime, saved grant: TokenGrant,
         directory: String, handed: inout Set<UInt64>, atRest: inout AtRestScan?, secrets: inout Secrets,
-        dead: inout Set<Int>, outcome: inout DriverOutcome
+        dead: inout Set<Int>, history: inout SharedStorageHistory, outcome: inout DriverOutcome
     ) async -> Bool {
         let launch = await serve(links, server: server, until: { $0.firsts.count == instancesPerProcess })
         guard accept(launch, links: links, phase: "launch", directory: directory, secrets: &secrets, outcome: &outcome)
         else { return false }
         for (index, heard) in launch.enumerated() {
-            for first in heard.firsts {
-                switch first {
-                case .success(let generation): handed.insert(generation)
-                case .failure(let error):
-                    oracle.report(
-                        .durableRotation,
-                        "a store instance in process \(index) was made over the saved session (generation "
-                            + "\(grant.accessToken.generation)) but its first call got \(error)")
-                }
-            }
+            for case .success(let generation) in heard.firsts { handed.insert(generation) }
+            history.observations.append(.firsts(process: index, results: heard.firsts))
         }
         var step = 0
         func run(_ action: SharedRound.Action, _ holders: [Int], advance: Duration = .zero, context: String)
@@ -176,7 +174,8 @@ struct SharedStorageDriver: ContextDriver {
             let heard = await serve(links, server: server, dead: dead) {
                 $0.done.contains(round.index) || $0.inTurn || (crashing && !$0.answers.isEmpty)
             }
-            return accept(heard, links: links, phase: context, directory: directory, secrets: &secrets, outcome: &outcome)
+            return accept(
+                heard, links: links, phase: context, directory: directory, secrets: &secrets, outcome: &outcome)
                 ? heard : nil
         }
         let everyone = Array(0..<holders)
@@ -208,12 +207,12 @@ struct SharedStorageDriver: ContextDriver {
                 outcome.latencies.record(kind == .expiry ? .refreshWait : .rejection, nanoseconds: answer.nanoseconds)
                 if let generation = try? answer.result.get() { handed.insert(generation) }
             }
-            judge(
+            record(
                 Event(
                     index: event, expiry: kind == .expiry, holders: holders.count, issuedBefore: issuedBefore,
                     held: held),
-                heard: heard, ledger: server.ledger.entries, outcome: &outcome)
-            judgeStorage(after: "event \(event)", in: directory, handed: handed, outcome: &outcome)
+                heard: heard, ledger: server.ledger.entries, history: &history, outcome: &outcome)
+            recordStorage(after: "event \(event)", in: directory, handed: handed, history: &history, outcome: &outcome)
             // The driver could not read the storage (a database out of reach): nothing more to judge.
             guard outcome.failure == nil else { return false }
             // A database keeps the session on the server, not in files: nothing here to scan.
@@ -249,14 +248,18 @@ struct SharedStorageDriver: ContextDriver {
             let survivors = everyone.filter { $0 / instancesPerProcess != victim }
             let issuedBefore = server.ledger.entries.compactMap(\.issuedGeneration).max() ?? 0
             guard let heard = await run(.expiry, survivors, context: "event \(scenario.rounds)") else { return false }
-            judgeRecovery(
-                Event(index: scenario.rounds, expiry: true, holders: survivors.count, issuedBefore: issuedBefore, held: [:]),
+            recordRecovery(
+                Event(
+                    index: scenario.rounds, expiry: true, holders: survivors.count, issuedBefore: issuedBefore,
+                    held: [:]),
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn,
                 crowded: Self.crowded(
-                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim, dead: dead),
-                handed: &handed, outcome: &outcome)
-            judgeStorage(after: "the lock holder's crash", in: directory, handed: handed, outcome: &outcome)
+                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim, dead: dead
+                ),
+                handed: &handed, history: &history, outcome: &outcome)
+            recordStorage(
+                after: "the lock holder's crash", in: directory, handed: handed, history: &history, outcome: &outcome)
             // The driver could not read the storage (a database out of reach): nothing more to judge.
             guard outcome.failure == nil else { return false }
             // A replica stalls holding the lock, its refresh token read; the others wait past the
@@ -297,11 +300,13 @@ struct SharedStorageDriver: ContextDriver {
                     guard let after = await run(.expiry, others, context: context) else { return false }
                     phases = [[], stall, after]
                 }
-                judgeStall(
+                recordStall(
                     index: scenario.rounds + 1, issuedBefore: issuedBefore, during: phases[0], holder: phases[1],
-                    after: phases[2], waited: waitedSeconds, crowded: crowded, ledger: server.ledger.entries, handed: &handed,
+                    after: phases[2], waited: waitedSeconds, crowded: crowded, ledger: server.ledger.entries,
+                    handed: &handed, history: &history, outcome: &outcome)
+                recordStorage(
+                    after: "the stalled lock holder's refresh", in: directory, handed: handed, history: &history,
                     outcome: &outcome)
-                judgeStorage(after: "the stalled lock holder's refresh", in: directory, handed: handed, outcome: &outcome)
                 // The driver could not read the storage (a database out of reach): nothing more to judge.
                 guard outcome.failure == nil else { return false }
             }
@@ -312,12 +317,10 @@ struct SharedStorageDriver: ContextDriver {
         guard await run(.hold, others, context: "after sign-out") != nil,
             let after = await run(.storm, others, context: "after sign-out")
         else { return false }
-        judgeAfterSignOut(after, in: directory, ledger: server.ledger.entries, outcome: &outcome)
+        recordAfterSignOut(after, in: directory, ledger: server.ledger.entries, history: &history, outcome: &outcome)
         let ended = AtRestScan.scan(directory, secrets: ["the signed-out session's refresh token": secrets.session])
         if !backend.isServer, ended.holdsPlaintext {
-            oracle.report(
-                .signOutDurable, "after the sign-out, the ended session's refresh token was still on disk",
-                trace: ended.exposures)
+            history.observations.append(.signedOutOnDisk(exposures: ended.exposures))
         }
         return true
     }

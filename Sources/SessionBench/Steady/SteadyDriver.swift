@@ -54,6 +54,9 @@ struct SteadyDriver: ContextDriver {
         let signedIn = SessionEvent(
             account: 0, kind: .signIn(slot: 0, family: server.ledger.entries.first?.family), startedNanos: signInStart,
             returnedNanos: TokenServer.realNanoseconds())
+        var history = SteadyHistory(
+            signedIn: signedIn, skew: configuration.refreshSkew,
+            readsOnly: scenario.readersPerWriter == nil && scenario.writeInterval == nil, endedAt: clock.now())
         let short = min(scenario.duration, .milliseconds(100))
         let empty = await loop(
             EmptyStore(lifetime: scenario.tokenLifetime, clock: clock), .measured, short, nil, checked: false)
@@ -128,15 +131,10 @@ struct SteadyDriver: ContextDriver {
             switch syncRun {
             case .finished(let figures, let latency, let anomalies):
                 // Every nil needs a reason: a refresh under way, or a token due, during the phase.
-                let timeline = SessionTimeline(
-                    events: [signedIn], entries: server.ledger.entries, issued: server.issuedTokens)
-                if let finding = ContractJudge(skew: configuration.refreshSkew)
-                    .judgeMisses(
-                        figures.misses, of: figures.operations + figures.misses, account: 0, timeline: timeline,
-                        from: phaseStart, to: (TokenServer.realNanoseconds(), clock.now()))
-                {
-                    oracle.report(finding)
-                }
+                let (entries, issued) = (server.ledger.entries, server.issuedTokens)
+                history.misses = .init(
+                    count: figures.misses, calls: figures.operations, from: phaseStart,
+                    to: (TokenServer.realNanoseconds(), clock.now()), entries: entries, issued: issued)
                 outcome.syncRead = figures
                 outcome.clockAnomalies += anomalies
                 if latency.totalCount > 0 { recorder.add(.syncRead, latency) }
@@ -159,38 +157,12 @@ struct SteadyDriver: ContextDriver {
         link.measure(into: &outcome)
         outcome.emptyStoreThroughput = empty.throughput
         outcome.bareLoopThroughput = bare.throughput
-        judge(errors, server: server, events: [signedIn])
-        judgeRefreshes(server: server, clock: clock, skew: configuration.refreshSkew)
+        history.errors = errors
+        history.entries = server.ledger.entries
+        history.issued = server.issuedTokens
+        history.endedAt = clock.now()
+        oracle.record(SteadyJudge.judge(history))
         return outcome
-    }
-
-    /// Reads alone (no 401s) of a token that was never near expiry need no refresh at all: a store
-    /// that refreshes a fresh token on its own is refreshing for nothing (I1: no expiry, yet refresh
-    /// calls).
-    func judgeRefreshes(server: TokenServer, clock: TokenClock, skew: Duration) {
-        guard scenario.readersPerWriter == nil, scenario.writeInterval == nil else { return }
-        let entries = server.ledger.entries
-        guard let first = entries.first(where: { $0.call == .signIn }), let generation = first.issuedGeneration,
-            let expiry = server.issuedTokens[generation]?.expiresAt, expiry > clock.now() + skew
-        else { return }
-        let refreshes = entries.filter { $0.call == .refresh }
-        guard let earliest = refreshes.first else { return }
-        oracle.report(
-            .singleFlight,
-            "\(refreshes.count) refresh call(s) while callers only read a token that was never near expiry: a fresh token is handed out as it is",
-            trace: [
-                "the token expires \(InputRange.text((expiry.duration(since: clock.now()).secondsValue * 10).rounded() / 10)) s after the run ended; no caller reported a 401",
-                "the first: " + Oracle.describe(earliest),
-            ])
-    }
-
-    /// Every error of a steady run needs a cause in the ledger; the ledger is audited too.
-    func judge(_ errors: [ObservedCall], server: TokenServer, events: [SessionEvent]) {
-        let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
-        var contract = ContractJudge(skew: .zero)
-        contract.judge(errors.sorted { $0.startedNanos < $1.startedNanos }, timeline: timeline) { oracle.report($0) }
-        contract.judgeServerCalls(timeline) { oracle.report($0) }
-        oracle.auditLedger(server.ledger.entries) { _ in true }
     }
 
 }

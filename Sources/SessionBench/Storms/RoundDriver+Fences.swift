@@ -54,7 +54,7 @@ extension RoundDriver {
         }
         record(parked + first + last)
         // Only the waiters still waiting when the fence began waited on the discarded refresh.
-        checkDiscardedWaiters(parked.filter { $0.endedNanos > fenceStarted }, ended: ended, fence: fence, round: round)
+        observeDiscardedWaiters(parked.filter { $0.endedNanos > fenceStarted }, ended: ended, fence: fence)
         return await afterFence(fence, round: round)
     }
 
@@ -86,7 +86,8 @@ extension RoundDriver {
                     let request: StoreCall = both && index % 2 == 1 ? .currentToken : .validToken
                     let (call, _) = await request.perform(
                         on: stores[account], caller: reader, account: account, kind: .read,
-                        phase: "round \(round) read \(isAfter ? "after the \(fence) returned" : "before or during the \(fence)")",
+                        phase:
+                            "round \(round) read \(isAfter ? "after the \(fence) returned" : "before or during the \(fence)")",
                         clock: clock, subjects: subjects)
                     calls.append(call)
                     if index == 0 { marks.readersReading.add(1, ordering: .releasing) }

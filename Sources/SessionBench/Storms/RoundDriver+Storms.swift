@@ -29,7 +29,9 @@ extension RoundDriver {
         let plan: Plan = { account, caller in
             guard rejecting, !(racing && caller % 2 == 1), let token = rejected[account] else { return .validToken }
             // A few callers in flight hold a token older still: their 401 joins the refresh.
-            if staleCallers.contains(caller), caller % 4 == 3, let stale = older[account] { return .tokenRejected(stale) }
+            if staleCallers.contains(caller), caller % 4 == 3, let stale = older[account] {
+                return .tokenRejected(stale)
+            }
             return .tokenRejected(token)
         }
         let what = racing ? "expiry with 401s" : rejecting ? "401 storm" : "expiry"
@@ -61,8 +63,8 @@ extension RoundDriver {
         countStorm(storm, ledgerStart: ledgerStart)
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            oracle.checkOneRefresh(attempts, round: round, what: what, released: released, staleAfterSuccess: rejecting)
-            oracle.checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
+            observe(.refreshes(attempts: attempts, what: what, released: released, staleAfterSuccess: rejecting))
+            observe(.waiters(storm.filter { $0.account == account }, attempts: attempts))
         }
         return await recover(after: storm + after)
     }
@@ -93,28 +95,11 @@ extension RoundDriver {
         guard let calls = await collect([wave], phase: "round \(round) stale 401s") else { return false }
         record(calls)
         let after = server.ledger.refreshCalls
-        if after != before {
-            oracle.report(
-                .staleRejectionDoesNotRefresh,
-                "\(after - before) refresh call(s) for 401s on a token older than the current one (round \(round))",
-                trace: [
-                    "round \(round): \(probes) callers reported 401 for generation(s) \(Set(stale.map { $0!.generation }).sorted())"
-                ]
-                    + server.ledger.entries.suffix(after - before).prefix(3).map(Oracle.describe))
-        }
-        for call in calls {
-            if let issued = call.token, let current = currentToken[call.account],
-                issued.generation != current.generation
-            {
-                oracle.report(
-                    .staleRejectionDoesNotRefresh,
-                    "a stale 401 returned generation \(issued.generation), not the current \(current.generation) (round \(round))",
-                    trace: [
-                        "\(call.who) reported a 401 for generation \(stale[call.account]!.generation)",
-                        "the store's current token was generation \(current.generation); the call returned \(issued.generation)",
-                    ])
-            }
-        }
+        observe(
+            .staleRejections(
+                .init(
+                    calls: calls, stale: stale.map { $0!.generation }, current: currentToken.map { $0?.generation },
+                    refreshCalls: after - before, refreshes: Array(server.ledger.entries.suffix(after - before)))))
         return true
     }
 
@@ -137,8 +122,8 @@ extension RoundDriver {
         guard let storm = await releaseAndCollect([wave], round: round, ledgerStart: ledgerStart) else { return false }
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            oracle.checkSameOutcome(storm.filter { $0.account == account }, attempts: attempts, round: round)
-            oracle.checkNoRetryStorm(attempts, round: round)
+            observe(.waiters(storm.filter { $0.account == account }, attempts: attempts))
+            observe(.failedRefreshes(attempts))
         }
         // Follow-ups: each must refresh again (the failure is not sticky) and, once the
         // scripted failures are spent, be served.
@@ -239,7 +224,7 @@ extension RoundDriver {
         }
         for account in stores.indices {
             let survivors = storm.filter { $0.account == account && !$0.wasCancelled }
-            oracle.checkSameOutcome(survivors, attempts: refreshes(since: ledgerStart, account: account), round: round)
+            observe(.waiters(survivors, attempts: refreshes(since: ledgerStart, account: account)))
         }
         var followUps: [ObservedCall] = []
         if plan == .everyone {
@@ -288,8 +273,8 @@ extension RoundDriver {
         else { return false }
         for account in stores.indices {
             let attempts = refreshes(since: ledgerStart, account: account)
-            oracle.checkOneRefresh(attempts, round: round, what: "expiry", released: nil)
-            oracle.checkSameOutcome(calls.filter { $0.account == account }, attempts: attempts, round: round)
+            observe(.refreshes(attempts: attempts, what: "expiry", released: nil, staleAfterSuccess: false))
+            observe(.waiters(calls.filter { $0.account == account }, attempts: attempts))
         }
         return await recover(after: calls)
     }

@@ -24,8 +24,8 @@ struct RoundDriver: ContextDriver {
     var outcome: DriverOutcome
     /// Judges every call against the contract's model of the run.
     var contract: ContractJudge
-    /// Calls recorded and not judged yet.
-    var unjudged: [ObservedCall] = []
+    /// What the round under way recorded, not judged yet.
+    var history = StormRound(number: 0)
     /// Which of the lifecycle's transitions the run drove.
     var coverage = LifecycleCoverage()
     /// Sign-ins and sign-outs the harness made, by account.
@@ -108,6 +108,7 @@ struct RoundDriver: ContextDriver {
                 await pause(roundStarted + pace - .now)
             }
             roundStarted = .now
+            history.number = round
             let played = await play(round: round)
             judgeRound()
             guard played else { break }
@@ -135,8 +136,7 @@ struct RoundDriver: ContextDriver {
         for storage in storages { storage?.close() }
         let observed = observedGenerations
         oracle.auditLedger(server.ledger.entries) { observed.contains($0) }
-        let oracle = self.oracle
-        contract.judgeServerCalls(timeline()) { oracle.report($0) }
+        oracle.record(contract.serverCallFindings(timeline()))
     }
 
     // MARK: One round
