@@ -12,7 +12,8 @@ import Synchronization
 /// it gives the session up at its first refresh; one is correct but resumes each read from a
 /// Dispatch thread (work `explore` cannot control); one has a single-flight refresh with a gap
 /// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT); one
-/// refreshes on every 401 and declares it, so its only findings are known. They
+/// refreshes on every 401 and declares it, so its only findings are known; one fences its refresh
+/// by cancelling it, and a refresh past its cancellation check lands after the sign-out. They
 /// exist only when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
 enum SelfTestStores {
@@ -60,6 +61,7 @@ enum SelfTestStores {
             isReferenceBroken: true
         ) { GapBeforePublishStore(configuration: $0) },
         declaresUnconditional401,
+        cancelFenced,
     ]
 }
 

@@ -47,6 +47,9 @@ package struct ContractJudge {
     /// Whether the run spaces its rounds in real time (`--pace`): then a refusal of the store's
     /// own is judged like any other error.
     package let paced: Bool
+    /// Whether the server was healthy for the whole run (no faults, no transport between it and the
+    /// store): then a `signInFailed` with no refusal behind it is the store's own doing.
+    package let healthyServer: Bool
     /// Calls the store refused on its own, with no failed refresh behind them, right after it had
     /// sent three refreshes or more in the last ``limitWindow`` of real time: a refresh rate limit
     /// on real time meeting the rounds' compressed time. Reported apart, not judged.
@@ -68,17 +71,19 @@ package struct ContractJudge {
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
     package var endsJudged: [Int: Int] = [:]
 
-    package init(skew: Duration, paced: Bool = false) {
+    package init(skew: Duration, paced: Bool = false, healthyServer: Bool = false) {
         self.skew = skew
         self.paced = paced
+        self.healthyServer = healthyServer
     }
 
     /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
     package mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
         refusedByStoreLimit += calls.filter { isStoreLimitRefusal($0, timeline) }
-        watermark.add(calls.compactMap { call in
-            call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
-        })
+        watermark.add(
+            calls.compactMap { call in
+                call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
+            })
         for call in calls {
             guard case .tokenRejected(let generation) = call.request else { continue }
             rejections[generation, default: []].append((call.startedNanos, call.endedNanos))
@@ -112,7 +117,8 @@ package struct ContractJudge {
         }) {
             report(
                 Finding(
-                    invariant: .sessionKept, summary: "the store signed in on its own: the user did not ask for a session",
+                    invariant: .sessionKept,
+                    summary: "the store signed in on its own: the user did not ask for a session",
                     trace: ["no signIn() call was under way when the server got " + Oracle.describe(own)]))
         }
         for session in timeline.sessions.values.sorted(by: { $0.family < $1.family }) {
@@ -161,7 +167,8 @@ package struct ContractJudge {
     /// `signInFailed` for a refusal, `signedOut` only when another sign-in or sign-out overtook it.
     private func judgeSignIn(_ event: SessionEvent, _ timeline: SessionTimeline) -> Finding? {
         let asked = timeline.entries.filter {
-            $0.call == .signIn && $0.principal == nil && $0.sentAt >= event.startedNanos && $0.sentAt <= event.returnedNanos
+            $0.call == .signIn && $0.principal == nil && $0.sentAt >= event.startedNanos
+                && $0.sentAt <= event.returnedNanos
         }
         let granted = asked.contains { $0.issuedGeneration != nil }
         let refused = asked.contains { $0.issuedGeneration == nil }
@@ -175,21 +182,29 @@ package struct ContractJudge {
             return Finding(
                 invariant: .served, summary: "a sign-in the server refused returned as if it had succeeded",
                 trace: trace)
+        case .signInFailed? where refused || overtaken:
+            return nil
         case .signInFailed?:
-            guard granted, !refused, !overtaken else { return nil }
+            if granted {
+                return Finding(
+                    invariant: .served,
+                    summary: "a sign-in failed with 'sign-in failed' though the server granted a session", trace: trace)
+            }
+            guard healthyServer else { return nil }
             return Finding(
-                invariant: .served, summary: "a sign-in failed with 'sign-in failed' though the server granted a session",
-                trace: trace)
+                invariant: .served,
+                summary: "a sign-in failed with 'sign-in failed' against a healthy server that refused nothing",
+                trace: trace.isEmpty ? ["the server got no sign-in call during it"] : trace)
         case .signedOut? where overtaken:
             return nil
         case let error?:
             return Finding(
                 invariant: .served,
-                summary: "a sign-in threw '\(error)'; the contract's answers are success, 'sign-in failed' for a refusal, or 'signed out' when overtaken",
+                summary:
+                    "a sign-in threw '\(error)'; the contract's answers are success, 'sign-in failed' for a refusal, or 'signed out' when overtaken",
                 trace: trace)
         }
     }
-
 
     // MARK: One call
 
@@ -219,7 +234,8 @@ package struct ContractJudge {
         // I26: one the server issued, whole.
         guard let record = timeline.issued[token.generation] else {
             return Finding(
-                invariant: .genuine, summary: "\(who) got a token of generation \(token.generation), which the server never issued",
+                invariant: .genuine,
+                summary: "\(who) got a token of generation \(token.generation), which the server never issued",
                 trace: ["the server issued generations up to \(timeline.issued.keys.max() ?? 0)"])
         }
         let session = timeline.sessions[record.family]
@@ -228,10 +244,13 @@ package struct ContractJudge {
             || (session.map { token.account != $0.account || token.subjectSlot != $0.slot } ?? false)
         {
             var differences: [String] = []
-            if record.fingerprint != token.fingerprint { differences.append("its value is not generation \(token.generation)'s") }
+            if record.fingerprint != token.fingerprint {
+                differences.append("its value is not generation \(token.generation)'s")
+            }
             if record.expiresAt < token.expiresAt {
                 differences.append(
-                    "it claims to expire at \(token.expiresAt.nanoseconds)ns; the server issued it to expire at \(record.expiresAt.nanoseconds)ns")
+                    "it claims to expire at \(token.expiresAt.nanoseconds)ns; the server issued it to expire at \(record.expiresAt.nanoseconds)ns"
+                )
             }
             if let session, token.account != session.account || token.subjectSlot != session.slot {
                 differences.append("it names another user than the one generation \(token.generation) was issued to")
@@ -255,10 +274,12 @@ package struct ContractJudge {
             let switched = isSwitch(ended, from: session)
             let refused = ended.isSignIn && ended.family == nil ? "refused " : ""
             let how =
-                ended.isSignIn ? (switched ? "another user's \(refused)sign-in" : "a new \(refused)sign-in") : "the sign-out"
+                ended.isSignIn
+                ? (switched ? "another user's \(refused)sign-in" : "a new \(refused)sign-in") : "the sign-out"
             return Finding(
                 invariant: switched ? .noCrossUserLeak : .signOutFence,
-                summary: "\(who) started after \(how) returned and got generation \(token.generation) of the ended session",
+                summary:
+                    "\(who) started after \(how) returned and got generation \(token.generation) of the ended session",
                 trace: [
                     "family \(session.family) ended: \(how) returned at \(relative(ended.returnedNanos, timeline))",
                     "\(what) started at \(relative(call.startedNanos, timeline)) and returned generation \(token.generation) (family \(session.family))",
@@ -276,11 +297,12 @@ package struct ContractJudge {
                 trace: [
                     "a call of family \(session.family) returned 'refresh token revoked' at \(relative(told, timeline))",
                     "\(what) started at \(relative(call.startedNanos, timeline)) and returned generation \(token.generation)",
-                ] + (session.refusedAt.map { at in
-                    timeline.refreshes(of: session.family).first { $0.respondedAt == at }.map {
-                        ["refused by " + Oracle.describe($0)]
-                    } ?? []
-                } ?? []))
+                ]
+                    + (session.refusedAt.map { at in
+                        timeline.refreshes(of: session.family).first { $0.respondedAt == at }.map {
+                            ["refused by " + Oracle.describe($0)]
+                        } ?? []
+                    } ?? []))
         }
         // I4: unexpired when returned; a token held before the call, outside the skew. (Not for the
         // waiters of a refresh whose token arrived expired: the store had no fresh one to give
@@ -328,14 +350,17 @@ package struct ContractJudge {
                 trace: ["no newer token came back for the refused one"] + issuance(of: token.generation, timeline))
         }
         // I4: the synchronous read promises no token while the token is being replaced.
-        if call.isSyncRead, let refresh = timeline.refreshSpans(family: session.family, call.startedNanos, call.endedNanos),
+        if call.isSyncRead,
+            let refresh = timeline.refreshSpans(family: session.family, call.startedNanos, call.endedNanos),
             (refresh.presentedGeneration ?? 0) >= token.generation
         {
             return Finding(
                 invariant: .fresh,
-                summary: "\(who): currentToken() returned generation \(token.generation) while a refresh of it was under way",
+                summary:
+                    "\(who): currentToken() returned generation \(token.generation) while a refresh of it was under way",
                 trace: [
-                    "a refresh of family \(session.family) was in flight for the whole call: " + Oracle.describe(refresh)
+                    "a refresh of family \(session.family) was in flight for the whole call: "
+                        + Oracle.describe(refresh)
                 ])
         }
         return nil
@@ -358,7 +383,9 @@ package struct ContractJudge {
             timeline.refreshOverlaps(family: family, call.startedNanos, call.endedNanos) == nil,
             let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
             let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
-            !(rejections[newest] ?? []).contains(where: { $0.started <= call.endedNanos && $0.ended >= call.startedNanos }),
+            !(rejections[newest] ?? []).contains(where: {
+                $0.started <= call.endedNanos && $0.ended >= call.startedNanos
+            }),
             // The store had taken the newest grant in: a caller had been handed it.
             !requireHandedOut
                 || (watermark.highest(family: family, endedBefore: call.startedNanos)?.generation ?? 0) >= newest
@@ -388,7 +415,8 @@ package struct ContractJudge {
         }
         return Finding(
             invariant: finding.invariant,
-            summary: "synchronous reads: currentToken() answered nil \(misses) time(s) of \(calls), with a fresh token and no refresh under way",
+            summary:
+                "synchronous reads: currentToken() answered nil \(misses) time(s) of \(calls), with a fresh token and no refresh under way",
             trace: finding.trace)
     }
 

@@ -16,10 +16,13 @@ struct ScheduleTests {
         #expect(ScheduleText("sbx1:random:7:")?.choices == [])
     }
 
-    @Test("anything else is not a schedule string", arguments: [
-        "", "sbx1", "sbx2:random:1:0", "sbx1:dfs:1:0", "sbx1:random:-1:0", "sbx1:random:1:0..1", "sbx1:random:1:A",
-        "sbx1:random:1:0*0", "sbx1:random:1:0*99999999", "sbx1:random:1:0:1", "sbx1:random:1:-1", "sbx1:random:1:0*",
-    ])
+    @Test(
+        "anything else is not a schedule string",
+        arguments: [
+            "", "sbx1", "sbx2:random:1:0", "sbx1:dfs:1:0", "sbx1:random:-1:0", "sbx1:random:1:0..1", "sbx1:random:1:A",
+            "sbx1:random:1:0*0", "sbx1:random:1:0*99999999", "sbx1:random:1:0:1", "sbx1:random:1:-1",
+            "sbx1:random:1:0*",
+        ])
     func refused(_ text: String) {
         #expect(ScheduleText(text) == nil, "\(text)")
     }
@@ -58,7 +61,9 @@ struct ScheduleTests {
             #expect(shares.reduce(0, +) == total, "\(total) over \(jobs): \(shares)")
             // Job j runs indices j, j + jobs, …: its count is how many of them are below the total.
             for (job, share) in shares.enumerated() {
-                #expect(share == stride(from: job, to: total, by: jobs).underestimatedCount, "job \(job) of \(jobs), \(total)")
+                #expect(
+                    share == stride(from: job, to: total, by: jobs).underestimatedCount,
+                    "job \(job) of \(jobs), \(total)")
             }
         }
     }
@@ -113,15 +118,17 @@ struct ScheduleTests {
     }
 
     #if compiler(>=6.3) && os(Linux)
-    @Test("virtual time rounds each delay to a millisecond: a sleep that arrives a few microseconds short is a full one")
-    func tick() {
-        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) - .microseconds(7)) == 1_000_000)
-        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) + .microseconds(7)) == 1_000_000)
-        #expect(ControlledExecutor.nanoseconds(Duration.microseconds(400)) == 0)
-        #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(50)) == 50_000_000)
-        #expect(ControlledExecutor.nanoseconds(Duration.seconds(-1)) == 0)
-        #expect(ControlledExecutor.nanoseconds(Duration.seconds(Int64.max)) == .max / 4)
-    }
+        @Test(
+            "virtual time rounds each delay to a millisecond: a sleep that arrives a few microseconds short is a full one"
+        )
+        func tick() {
+            #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) - .microseconds(7)) == 1_000_000)
+            #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(1) + .microseconds(7)) == 1_000_000)
+            #expect(ControlledExecutor.nanoseconds(Duration.microseconds(400)) == 0)
+            #expect(ControlledExecutor.nanoseconds(Duration.milliseconds(50)) == 50_000_000)
+            #expect(ControlledExecutor.nanoseconds(Duration.seconds(-1)) == 0)
+            #expect(ControlledExecutor.nanoseconds(Duration.seconds(Int64.max)) == .max / 4)
+        }
     #endif
 
     @Test("a random walk's choices come from its seed alone")
@@ -140,7 +147,8 @@ struct ScheduleTests {
 
 /// `explore` through the executable: each store in a process whose default executor is the
 /// controlled one.
-@Suite("Explore: through the command line", .tags(.slow), .skippedInQuickRun, .serialized,
+@Suite(
+    "Explore: through the command line", .tags(.slow), .skippedInQuickRun, .serialized,
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct ExploreCommandTests {
     /// The replay command the report prints, as arguments.
@@ -153,7 +161,8 @@ struct ExploreCommandTests {
 
     /// The table row of `store`, split into its columns (verdicts of two words are split too).
     static func row(_ store: String, in stdout: String) -> [String] {
-        stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }.first { $0.first == store } ?? []
+        stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }.first { $0.first == store }
+            ?? []
     }
 
     static func digest(in stdout: String) -> String? {
@@ -162,11 +171,13 @@ struct ExploreCommandTests {
         }
     }
 
-    @Test("the re-entrant actor breaks single-flight at once; its schedule replays in other processes to the same ledger")
+    @Test(
+        "the re-entrant actor breaks single-flight at once; its schedule replays in other processes to the same ledger")
     func naiveActorFoundAndReplayed() async throws {
         let run = try await ToolProcess.run(["explore", "--stores", "actor-naive", "--quiet"], timeout: 120)
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
-        #expect(Self.row("actor-naive", in: run.stdout).dropFirst().prefix(2) == ["violated", "I1,I7,I27"], "\(run.stdout)")
+        #expect(
+            Self.row("actor-naive", in: run.stdout).dropFirst().prefix(2) == ["violated", "I1,I7,I27"], "\(run.stdout)")
         let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
         let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
         #expect(!run.stdout.contains("explore-user"), "the user id is never printed")
@@ -184,13 +195,17 @@ struct ExploreCommandTests {
             ["explore", "--stores", "mutex", "--schedules", "301", "--jobs", "2", "--quiet"], timeout: 300)
         #expect(split.status == 0, "\(split.stdout)\(split.stderr)")
         #expect(Self.row("mutex", in: split.stdout).prefix(3) == ["mutex", "pass", "301"], "\(split.stdout)")
-        let one = try await ToolProcess.run(["explore", "--stores", "actor-naive", "--seed", "5", "--quiet"], timeout: 120)
+        let one = try await ToolProcess.run(
+            ["explore", "--stores", "actor-naive", "--seed", "5", "--quiet"], timeout: 120)
         let two = try await ToolProcess.run(
             ["explore", "--stores", "actor-naive", "--seed", "5", "--jobs", "2", "--quiet"], timeout: 120)
         #expect(two.status == 1, "\(two.stdout)\(two.stderr)")
-        #expect(Self.replayArguments(in: two.stdout) == Self.replayArguments(in: one.stdout), "\(one.stdout)\(two.stdout)")
+        #expect(
+            Self.replayArguments(in: two.stdout) == Self.replayArguments(in: one.stdout), "\(one.stdout)\(two.stdout)")
         // The first failing schedule's index (the schedules column counts both processes' runs).
-        #expect(Self.row("actor-naive", in: two.stdout).dropFirst(4).first == Self.row("actor-naive", in: one.stdout).dropFirst(4).first)
+        #expect(
+            Self.row("actor-naive", in: two.stdout).dropFirst(4).first
+                == Self.row("actor-naive", in: one.stdout).dropFirst(4).first)
     }
 
     @Test("correct stores whose work is all tasks and actors pass 300 schedules")
@@ -200,7 +215,9 @@ struct ExploreCommandTests {
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         let rows = run.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         for store in ["mutex", "lock-free-read", "actor-task"] {
-            #expect(rows.contains { $0.count >= 3 && $0[0] == store && $0[1] == "pass" && $0[2] == "300" }, "\(store): \(run.stdout)")
+            #expect(
+                rows.contains { $0.count >= 3 && $0[0] == store && $0[1] == "pass" && $0[2] == "300" },
+                "\(store): \(run.stdout)")
         }
     }
 
@@ -213,7 +230,8 @@ struct ExploreCommandTests {
         // The re-entrant actor needs no preemption at all: every caller's await is a hop.
         #expect(run.stdout.contains(", 0 preemptions (shrunk from "), "\(run.stdout)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
-        let header = try #require(lines.firstIndex { $0.contains("caller 0") && $0.contains("server") }, "\(run.stdout)")
+        let header = try #require(
+            lines.firstIndex { $0.contains("caller 0") && $0.contains("server") }, "\(run.stdout)")
         #expect(lines[header].contains("caller 3"))
         #expect(lines.dropFirst(header).contains { $0.trimmingCharacters(in: .whitespaces) == "refresh g1 → g2" })
         #expect(lines.dropFirst(header).contains { $0.trimmingCharacters(in: .whitespaces) == "← g2" })
@@ -227,17 +245,59 @@ struct ExploreCommandTests {
     func depthThree() async throws {
         for depth in [1, 2] {
             let run = try await ToolProcess.run(
-                ["explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "\(depth)", "--schedules", "1000",
-                 "--quiet"], environment: Self.selfTest, timeout: 120)
+                [
+                    "explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "\(depth)",
+                    "--schedules", "1000",
+                    "--quiet",
+                ], environment: Self.selfTest, timeout: 120)
             #expect(run.status == 0, "depth \(depth): \(run.stdout)\(run.stderr)")
-            #expect(Self.row("gap-before-publish", in: run.stdout).dropFirst().prefix(2) == ["pass", "1000"], "\(run.stdout)")
+            #expect(
+                Self.row("gap-before-publish", in: run.stdout).dropFirst().prefix(2) == ["pass", "1000"],
+                "\(run.stdout)")
         }
         let run = try await ToolProcess.run(
-            ["explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "3", "--schedules", "1000", "--quiet"],
+            [
+                "explore", "--stores", "gap-before-publish", "--strategy", "pct", "--depth", "3", "--schedules", "1000",
+                "--quiet",
+            ],
             environment: Self.selfTest, timeout: 120)
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
         #expect(Self.row("gap-before-publish", in: run.stdout).dropFirst().first == "violated", "\(run.stdout)")
         #expect(run.stdout.contains("I1 single-flight") && run.stdout.contains(", 2 preemptions"), "\(run.stdout)")
+    }
+
+    @Test(
+        "a refresh that passed its cancellation check before a sign-out (or a switch) lands after it: found in sign-out-race and user-switch, and replays",
+        arguments: [("sign-out-race", "I8"), ("user-switch", "I9")])
+    func landingAfterFenceFound(_ scenario: String, _ invariant: String) async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "cancel-fenced", "--scenario", scenario, "--quiet"], environment: Self.selfTest,
+            timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        let row = Self.row("cancel-fenced", in: run.stdout)
+        #expect(row.dropFirst().first == "violated", "\(run.stdout)")
+        #expect(row.dropFirst(2).first?.split(separator: ",").contains(Substring(invariant)) == true, "\(run.stdout)")
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+    }
+
+    @Test(
+        "correct stores whose work is all tasks and actors pass 300 schedules of sign-out-race and of user-switch",
+        arguments: ["sign-out-race", "user-switch"])
+    func correctStoresPassFences(_ scenario: String) async throws {
+        let stores = ["mutex", "lock-free-read", "actor-task"]
+        let run = try await ToolProcess.run(
+            [
+                "explore", "--stores", stores.joined(separator: ","), "--scenario", scenario, "--schedules", "300",
+                "--quiet",
+            ],
+            timeout: 300)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        for store in stores {
+            #expect(Self.row(store, in: run.stdout).prefix(3) == [store, "pass", "300"], "\(store): \(run.stdout)")
+        }
     }
 
     @Test("a Mutex store with no single-flight refresh is caught too: every server answer is a choice")
@@ -249,11 +309,15 @@ struct ExploreCommandTests {
         #expect(run.stdout.contains("I1 single-flight"), "\(run.stdout)")
     }
 
-    @Test("a correct store's schedule replays in other processes to the same ledger; one that does not fit says so, exit 2")
+    @Test(
+        "a correct store's schedule replays in other processes to the same ledger; one that does not fit says so, exit 2"
+    )
     func correctStoreReplays() async throws {
         // Always the first job held: too long a script ends with choices left over, and says
         // where the schedule finished.
-        let long = try await ToolProcess.run(["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0*100000", "--quiet"])
+        let long = try await ToolProcess.run([
+            "explore", "--stores", "mutex", "--replay", "sbx1:random:1:0*100000", "--quiet",
+        ])
         #expect(long.status == 2, "\(long.stdout)\(long.stderr)")
         #expect(long.stdout.contains("the schedule does not replay"), "\(long.stdout)")
         let words = long.stdout.components(separatedBy: "diverged at step ")
@@ -269,7 +333,9 @@ struct ExploreCommandTests {
         }
         #expect(Set(digests).count == 1, "\(digests)")
         // Cut short: a choice past the end of the script.
-        let cut = try await ToolProcess.run(["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0.0", "--quiet"])
+        let cut = try await ToolProcess.run([
+            "explore", "--stores", "mutex", "--replay", "sbx1:random:1:0.0", "--quiet",
+        ])
         #expect(cut.status == 2 && cut.stdout.contains("the schedule does not replay"), "\(cut.stdout)\(cut.stderr)")
     }
 
@@ -288,7 +354,9 @@ struct ExploreCommandTests {
             ["explore", "--stores", "serial-queue,barrier-queue,main-actor,nslock", "--schedules", "100", "--quiet"],
             timeout: 300)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
-        #expect(!run.stdout.contains("UNCONTROLLED") && run.stdout.components(separatedBy: " pass ").count == 5, "\(run.stdout)")
+        #expect(
+            !run.stdout.contains("UNCONTROLLED") && run.stdout.components(separatedBy: " pass ").count == 5,
+            "\(run.stdout)")
     }
 
     @Test("a store that never answers is a deadlock (I3), one that traps is crashed, and the tool goes on to the next")
@@ -298,35 +366,51 @@ struct ExploreCommandTests {
             environment: Self.selfTest,
             timeout: 300)
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
-        #expect(Self.row("hangs-on-expiry", in: run.stdout).dropFirst().prefix(2) == ["violated", "I3"], "\(run.stdout)")
+        #expect(
+            Self.row("hangs-on-expiry", in: run.stdout).dropFirst().prefix(2) == ["violated", "I3"], "\(run.stdout)")
         #expect(run.stdout.contains("deadlock"), "\(run.stdout)")
         #expect(Self.row("crashes-on-expiry", in: run.stdout).dropFirst().first == "crashed", "\(run.stdout)")
         #expect(Self.row("mutex", in: run.stdout).dropFirst().first == "pass", "\(run.stdout)")
     }
 
-    @Test("bad input is one line and exit 2", arguments: [
-        (["explore", "--strategy", "dfs"], "--strategy must be random or pct"),
-        (["explore", "--scenario", "steady-reads"], "explore runs expiry-storm"),
-        (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
-        (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),
-        (["explore", "--schedules", "10", "--for", "1s"], "give --schedules or --for, not both"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--jobs", "2"], "leave out --jobs"),
-        // A replay plays the schedule it is given: what it would ignore is refused, not dropped.
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--schedules", "10"], "leave out --schedules"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--for", "1s"], "leave out --for"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--strategy", "pct"], "leave out --strategy"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--depth", "2"], "leave out --depth"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--seed", "3"], "leave out --seed"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--include-broken"], "leave out --include-broken"),
-        (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--replay", "sbx1:random:2:0"], "--replay is given 2 times"),
-        (["explore", "--jobs", "65"], "--jobs"),
-        (["explore", "--tasks", "0"], "--tasks"),
-        (["explore", "--stores", "nope"], "unknown store"),
-    ])
+    @Test(
+        "bad input is one line and exit 2",
+        arguments: [
+            (["explore", "--strategy", "dfs"], "--strategy must be random or pct"),
+            (["explore", "--scenario", "steady-reads"], "explore runs expiry-storm"),
+            (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
+            (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),
+            (["explore", "--schedules", "10", "--for", "1s"], "give --schedules or --for, not both"),
+            (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--jobs", "2"], "leave out --jobs"),
+            // A replay plays the schedule it is given: what it would ignore is refused, not dropped.
+            (
+                ["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--schedules", "10"],
+                "leave out --schedules"
+            ),
+            (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--for", "1s"], "leave out --for"),
+            (
+                ["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--strategy", "pct"],
+                "leave out --strategy"
+            ),
+            (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--depth", "2"], "leave out --depth"),
+            (["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--seed", "3"], "leave out --seed"),
+            (
+                ["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--include-broken"],
+                "leave out --include-broken"
+            ),
+            (
+                ["explore", "--stores", "mutex", "--replay", "sbx1:random:1:0", "--replay", "sbx1:random:2:0"],
+                "--replay is given 2 times"
+            ),
+            (["explore", "--jobs", "65"], "--jobs"),
+            (["explore", "--tasks", "0"], "--tasks"),
+            (["explore", "--stores", "nope"], "unknown store"),
+        ])
     func badInput(_ arguments: [String], _ mention: String) async throws {
         let run = try await ToolProcess.run(arguments, timeout: 60)
         #expect(run.status == 2, "\(arguments): \(run.stderr)")
-        #expect(run.stderr.split(separator: "\n").count == 1 && run.stderr.contains(mention), "\(arguments): \(run.stderr)")
+        #expect(
+            run.stderr.split(separator: "\n").count == 1 && run.stderr.contains(mention), "\(arguments): \(run.stderr)")
         #expect(run.stdout.isEmpty)
     }
 }

@@ -17,13 +17,16 @@ extension ContractJudgeTests {
     ) -> ObservedCall {
         ObservedCall(
             caller: caller, account: account, kind: .read, request: request, phase: "test", startedAt: history.time.now,
-            startedNanos: started, endedNanos: TokenServer.realNanoseconds() + 1, answer: answer, wasCancelled: cancelled)
+            startedNanos: started, endedNanos: TokenServer.realNanoseconds() + 1, answer: answer,
+            wasCancelled: cancelled)
     }
 
     /// A history where user `from`'s session has a refresh held in flight at the server while
     /// user `to` signs in, answered after: a call that started before the sign-in and waited on
     /// that refresh belongs to `from`'s session.
-    static func switchDuringRefresh(from: Int, to: Int) async throws -> (History, started: Int64, TokenGrant, TokenGrant) {
+    static func switchDuringRefresh(from: Int, to: Int) async throws -> (
+        History, started: Int64, TokenGrant, TokenGrant
+    ) {
         let hold = AnswerHold()
         var history = History(latency: .fixed(.milliseconds(1)), sleeper: { _ in await hold.pass() })
         let first = try await history.signIn(from)
@@ -38,7 +41,8 @@ extension ContractJudgeTests {
         return (history, started, first, next)
     }
 
-    @Test("a call that waited on its session's refresh while another user signed in gets none of that user's tokens (I9)")
+    @Test(
+        "a call that waited on its session's refresh while another user signed in gets none of that user's tokens (I9)")
     func laterSessionOtherUser() async throws {
         let (history, started, _, b) = try await Self.switchDuringRefresh(from: 0, to: 1)
         let waiter = Self.call(history, history.token(b.accessToken), started: started)
@@ -69,7 +73,8 @@ extension ContractJudgeTests {
     @Test("a call that waited on its session's refresh gets no token of the same user's later session (I8)")
     func laterSessionSameUser() async throws {
         let (history, started, first, again) = try await Self.switchDuringRefresh(from: 0, to: 0)
-        #expect(history.judge([Self.call(history, history.token(again.accessToken), started: started)]) == [.signOutFence])
+        #expect(
+            history.judge([Self.call(history, history.token(again.accessToken), started: started)]) == [.signOutFence])
         // Its own session's token, while the fence was under way, is the driver's to judge (a waiter
         // of a discarded refresh); the judge allows the session current at the start.
         #expect(history.judge([Self.call(history, history.token(first.accessToken), started: started)]).isEmpty)
@@ -164,12 +169,14 @@ extension ContractJudgeTests {
         while answers.parked == 0 { await Task.yield() }
         let read = history.call(history.token(grant.accessToken), request: .currentToken)
         #expect(history.judge([read]) == [.fresh])
-        #expect(history.judge([history.call(history.token(grant.accessToken))]).isEmpty, "validToken() may wait or answer")
+        #expect(
+            history.judge([history.call(history.token(grant.accessToken))]).isEmpty, "validToken() may wait or answer")
         answers.releaseAll(stayOpen: true)
         _ = await refresh.value
     }
 
-    @Test("'refresh failed' needs a failure while the call waited: an earlier one replayed is sticky (I10), none is I12")
+    @Test(
+        "'refresh failed' needs a failure while the call waited: an earlier one replayed is sticky (I10), none is I12")
     func refreshFailedCauses() async throws {
         var history = History()
         let grant = try await history.signIn(0)
@@ -182,7 +189,9 @@ extension ContractJudgeTests {
         #expect(history.judge([waited, history.call(.error(.refreshFailed), caller: 2)]) == [.failureSharedNotSticky])
     }
 
-    @Test("'signed out' needs no session, a sign-in or sign-out during the call, or the server's refusal by its end (I13)")
+    @Test(
+        "'signed out' needs no session, a sign-in or sign-out during the call, or the server's refusal by its end (I13)"
+    )
     func signedOutCauses() async throws {
         var history = History()
         let grant = try await history.signIn(0)
@@ -231,5 +240,20 @@ extension ContractJudgeTests {
         #expect(history.judge([Self.call(history, .error(.refreshFailed), started: started, cancelled: true)]).isEmpty)
         #expect(history.judge([history.call(.error(.signInFailed))]) == [.served])
         #expect(history.judge([history.call(.error(.stepUpDenied))]) == [.served])
+    }
+
+    @Test(
+        "'sign-in failed' with no refusal: not judged against a server that may fail on the way; I12 against a healthy one"
+    )
+    func signInFailedWithoutRefusal() {
+        let started = TokenServer.realNanoseconds()
+        let event = SessionEvent(
+            account: 0, kind: .signIn(slot: 0, family: nil), startedNanos: started,
+            returnedNanos: TokenServer.realNanoseconds() + 1, error: .signInFailed)
+        let timeline = SessionTimeline(events: [event], entries: [], issued: [:])
+        #expect(ContractJudge(skew: .seconds(1)).serverCallFindings(timeline).isEmpty)
+        let healthy = ContractJudge(skew: .seconds(1), healthyServer: true).serverCallFindings(timeline)
+        #expect(healthy.map(\.invariant) == [.served])
+        #expect(healthy.first?.trace == ["the server got no sign-in call during it"])
     }
 }

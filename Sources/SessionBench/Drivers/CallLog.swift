@@ -60,13 +60,15 @@ final class CallLog: Sendable {
     /// Judges everything recorded, and the server calls made for it, into `oracle`; returns the
     /// lifecycle transitions it drove.
     /// `paced`: judge a store's own refusals like any error, with no excuse for a refresh rate
-    /// limit on real time (``ContractJudge/paced``).
-    func judge(skew: Duration, paced: Bool = false, into oracle: Oracle) -> LifecycleCoverage {
+    /// limit on real time (``ContractJudge/paced``); `healthyServer`: the server had no faults and
+    /// no transport (``ContractJudge/healthyServer``).
+    func judge(skew: Duration, paced: Bool = false, healthyServer: Bool = false, into oracle: Oracle)
+        -> LifecycleCoverage
+    {
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
-        var judge = ContractJudge(skew: skew, paced: paced)
-        judge.judge(calls, timeline: timeline) { oracle.report($0) }
-        judge.judgeServerCalls(timeline) { oracle.report($0) }
+        var judge = ContractJudge(skew: skew, paced: paced, healthyServer: healthyServer)
+        oracle.record(judge.findings(calls, timeline: timeline) + judge.serverCallFindings(timeline))
         var coverage = LifecycleCoverage()
         coverage.add(calls, timeline: timeline, skew: skew)
         return coverage

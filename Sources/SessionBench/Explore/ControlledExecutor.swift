@@ -1,20 +1,21 @@
+import Foundation
+import Synchronization
+
 // The only file that uses Swift's experimental executor SPI: a default executor whose jobs run
 // one at a time, on the thread that drives it, in an order a `ScheduleChooser` picks. Everything
 // else in `Explore/` works through `ControlledExecution`, and builds where the SPI is missing.
 #if compiler(>=6.3) && os(Linux)
-@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+    @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 #endif
-import Foundation
-import Synchronization
 
 /// Runs async work on the controlled executor, where this build has one.
 public enum ControlledExecution {
     /// Whether this build can drive tasks itself (Swift 6.3's executor SPI on Linux).
     public static var isAvailable: Bool {
         #if compiler(>=6.3) && os(Linux)
-        return true
+            return true
         #else
-        return false
+            return false
         #endif
     }
 
@@ -27,11 +28,11 @@ public enum ControlledExecution {
     @discardableResult
     public static func install() -> Bool {
         #if compiler(>=6.3) && os(Linux)
-        _createExecutors(factory: ControlledFactory.self)
-        installed.store(true, ordering: .releasing)
-        return true
+            _createExecutors(factory: ControlledFactory.self)
+            installed.store(true, ordering: .releasing)
+            return true
         #else
-        return false
+            return false
         #endif
     }
 
@@ -39,9 +40,9 @@ public enum ControlledExecution {
     /// scheduler did not control (a Dispatch queue, a `Thread`, a continuation resumed elsewhere).
     public static var uncontrolledJobs: Int {
         #if compiler(>=6.3) && os(Linux)
-        return ControlledExecutor.shared.offThread.load(ordering: .relaxed)
+            return ControlledExecutor.shared.offThread.load(ordering: .relaxed)
         #else
-        return 0
+            return 0
         #endif
     }
 
@@ -51,12 +52,12 @@ public enum ControlledExecution {
     /// (milliseconds when the machine is busy), and two sleeps of one length would end apart.
     public static func sleep(for delay: Duration) async {
         #if compiler(>=6.3) && os(Linux)
-        if isInstalled, ControlledExecutor.shared.isDriving {
-            ControlledExecutor.shared.exactDelay = ControlledExecutor.nanoseconds(delay)
-            defer { ControlledExecutor.shared.exactDelay = nil }
-            try? await Task.sleep(for: delay)
-            return
-        }
+            if isInstalled, ControlledExecutor.shared.isDriving {
+                ControlledExecutor.shared.exactDelay = ControlledExecutor.nanoseconds(delay)
+                defer { ControlledExecutor.shared.exactDelay = nil }
+                try? await Task.sleep(for: delay)
+                return
+            }
         #endif
         try? await Task.sleep(for: delay)
     }
@@ -74,196 +75,208 @@ public enum ControlledExecution {
         quiet: Duration = .seconds(1)
     ) -> ScheduleEnd {
         #if compiler(>=6.3) && os(Linux)
-        return ControlledExecutor.shared.drive(body, chooser: &chooser, stepLimit: stepLimit, quiet: quiet)
+            return ControlledExecutor.shared.drive(body, chooser: &chooser, stepLimit: stepLimit, quiet: quiet)
         #else
-        preconditionFailure("Internal inconsistency: drive without the controlled executor")
+            preconditionFailure("Internal inconsistency: drive without the controlled executor")
         #endif
     }
 }
 
 #if compiler(>=6.3) && os(Linux)
-struct ControlledFactory: ExecutorFactory {
-    static var mainExecutor: any MainExecutor { ControlledMainExecutor.shared }
-    static var defaultExecutor: any TaskExecutor { ControlledExecutor.shared }
-}
-
-/// The main actor's executor in an exploring process: its jobs join the same held list and run
-/// on the driving thread — the main thread — isolated to the main actor, as the strategy picks.
-final class ControlledMainExecutor: MainExecutor, SchedulingExecutor, @unchecked Sendable {
-    static let shared = ControlledMainExecutor()
-
-    func enqueue(_ job: consuming ExecutorJob) { ControlledExecutor.shared.hold(UnownedJob(job), timer: false, main: true) }
-
-    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
-        ControlledExecutor.shared.hold(UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(delay), main: true)
+    struct ControlledFactory: ExecutorFactory {
+        static var mainExecutor: any MainExecutor { ControlledMainExecutor.shared }
+        static var defaultExecutor: any TaskExecutor { ControlledExecutor.shared }
     }
 
-    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
-        ControlledExecutor.shared.hold(
-            UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(clock.now.duration(to: instant)), main: true)
-    }
+    /// The main actor's executor in an exploring process: its jobs join the same held list and run
+    /// on the driving thread — the main thread — isolated to the main actor, as the strategy picks.
+    final class ControlledMainExecutor: MainExecutor, SchedulingExecutor, @unchecked Sendable {
+        static let shared = ControlledMainExecutor()
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
-
-    func isIsolatingCurrentContext() -> Bool? { Thread.isMainThread }
-
-    func checkIsolated() {
-        precondition(Thread.isMainThread, "Internal inconsistency: main-actor code off the main thread while exploring")
-    }
-
-    /// The exploring process never runs the main loop: the driver runs every job itself.
-    func run() throws {}
-    func stop() {}
-}
-
-/// The id of the task a job runs (0 for a job that is no task): the runtime's own entry point.
-@_silgen_name("swift_task_getJobTaskId")
-private func jobTaskId(_ job: UnownedJob) -> UInt64
-
-final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
-    static let shared = ControlledExecutor()
-
-    private struct Held {
-        var jobs: [(job: UnownedJob, info: HeldJob, main: Bool)] = []
-        /// The virtual clock: the deadline of the last timer fired, in nanoseconds.
-        var now: Int64 = 0
-
-        /// The jobs that may run next, and where each is held: every job but a timer, and the
-        /// timers due first.
-        func enabled() -> (jobs: [HeldJob], at: [Int]) {
-            let due = jobs.lazy.filter(\.info.isTimer).map(\.info.deadline).min()
-            var enabled: [HeldJob] = []
-            var at: [Int] = []
-            for (index, held) in jobs.enumerated() where !held.info.isTimer || held.info.deadline == due {
-                enabled.append(held.info)
-                at.append(index)
-            }
-            return (enabled, at)
+        func enqueue(_ job: consuming ExecutorJob) {
+            ControlledExecutor.shared.hold(UnownedJob(job), timer: false, main: true)
         }
+
+        func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C)
+        {
+            ControlledExecutor.shared.hold(
+                UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(delay), main: true)
+        }
+
+        func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+            ControlledExecutor.shared.hold(
+                UnownedJob(job), timer: true, after: ControlledExecutor.nanoseconds(clock.now.duration(to: instant)),
+                main: true)
+        }
+
+        func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+
+        func isIsolatingCurrentContext() -> Bool? { Thread.isMainThread }
+
+        func checkIsolated() {
+            precondition(
+                Thread.isMainThread, "Internal inconsistency: main-actor code off the main thread while exploring")
+        }
+
+        /// The exploring process never runs the main loop: the driver runs every job itself.
+        func run() throws {}
+        func stop() {}
     }
 
-    private let held = Mutex(Held())
-    /// The driving thread's id (`pthread_self`), 0 when none drives.
-    private let driver = Atomic<UInt>(0)
-    let offThread = Atomic(0)
-    /// The id of the job the driver is running, 0 between jobs: read and written on the driving
-    /// thread only.
-    private var running: UInt = 0
-    /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
-    /// nanoseconds: set, read and cleared on the driving thread only.
-    var exactDelay: Int64?
+    /// The id of the task a job runs (0 for a job that is no task): the runtime's own entry point.
+    @_silgen_name("swift_task_getJobTaskId")
+    private func jobTaskId(_ job: UnownedJob) -> UInt64
 
-    /// Whether this thread is the one driving a schedule.
-    var isDriving: Bool { UInt(pthread_self()) == driver.load(ordering: .relaxed) }
+    final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
+        static let shared = ControlledExecutor()
 
-    /// Virtual time's unit: every delay is rounded to the nearest one.
-    static let tick: Int64 = 1_000_000
+        private struct Held {
+            var jobs: [(job: UnownedJob, info: HeldJob, main: Bool)] = []
+            /// The virtual clock: the deadline of the last timer fired, in nanoseconds.
+            var now: Int64 = 0
 
-    /// A delay in nanoseconds, rounded to the nearest ``tick``; 0 for a clock whose durations are
-    /// not `Duration`s. A sleep until an instant arrives as the real time left to it, a few
-    /// microseconds short of the sleep asked for, by however long the step took to get from
-    /// reading the clock to the enqueue: rounded, two sleeps of 1 ms from one step of virtual
-    /// time end at the same instant in every process, and the schedule replays.
-    static func nanoseconds<D: DurationProtocol>(_ delay: D) -> Int64 {
-        guard let delay = delay as? Duration else { return 0 }
-        let (seconds, attoseconds) = delay.components
-        guard seconds >= 0 else { return 0 }
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow || scaled > .max / 4 { return .max / 4 }
-        let exact = scaled &+ attoseconds / 1_000_000_000
-        return (exact + tick / 2) / tick * tick
-    }
-
-    func hold(_ job: UnownedJob, timer: Bool, after nanoseconds: Int64 = 0, main: Bool = false) {
-        let onDriver = isDriving
-        if !onDriver { offThread.add(1, ordering: .relaxed) }
-        // A job is known by the task it runs, which keeps its id from step to step. A job that is
-        // no task (what `Task.yield` enqueues, an actor's turn) belongs to the task whose step
-        // enqueued it, when one did; else it is known by its address.
-        var nanoseconds = nanoseconds
-        if timer, onDriver, let exact = exactDelay {
-            nanoseconds = exact
-            exactDelay = nil
-        }
-        let task = UInt(jobTaskId(job))
-        let id = task != 0 ? task : onDriver && running != 0 ? running : unsafeBitCast(job, to: UInt.self)
-        var info = HeldJob(id: id, isTimer: timer)
-        held.withLock { held in
-            info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
-            held.jobs.append((job, info, main))
-        }
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) { hold(UnownedJob(job), timer: false) }
-
-    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
-        hold(UnownedJob(job), timer: true, after: Self.nanoseconds(delay))
-    }
-
-    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
-        hold(UnownedJob(job), timer: true, after: Self.nanoseconds(clock.now.duration(to: instant)))
-    }
-
-    func drive(
-        _ body: @escaping @Sendable () async -> Void, chooser: inout some ScheduleChooser, stepLimit: Int,
-        quiet: Duration
-    ) -> ScheduleEnd {
-        driver.store(UInt(pthread_self()), ordering: .relaxed)
-        defer {
-            driver.store(0, ordering: .relaxed)
-            held.withLock { $0.jobs.removeAll() }
-        }
-        held.withLock { held in
-            held.jobs.removeAll()
-            held.now = 0
-        }
-        let done = Atomic(false)
-        Task.detached {
-            await body()
-            done.store(true, ordering: .releasing)
-        }
-        var steps = 0
-        /// Steps the jobs left behind may take once the body has returned.
-        let drain = 10_000
-        var returnedAt: Int?
-        let executor = asUnownedTaskExecutor()
-        let mainExecutor = ControlledMainExecutor.shared.asUnownedSerialExecutor()
-        while true {
-            if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = steps }
-            if let returnedAt {
-                if steps >= returnedAt + drain { return .finished(steps: steps) }
-            } else if steps >= stepLimit {
-                return .stepLimit(steps: steps)
-            }
-            var (jobs, at) = held.withLock { $0.enabled() }
-            if jobs.isEmpty {
-                if returnedAt != nil { return .finished(steps: steps) }
-                // Nothing here: wait a while for a job from another thread.
-                let until = ContinuousClock.now + quiet
-                while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
-                    usleep(200)
-                    (jobs, at) = held.withLock { $0.enabled() }
+            /// The jobs that may run next, and where each is held: every job but a timer, and the
+            /// timers due first. The main actor's jobs run in the order they came, as the main queue
+            /// runs them: of those, only the oldest may run next (a timer's job, once due, as any).
+            func enabled() -> (jobs: [HeldJob], at: [Int]) {
+                let due = jobs.lazy.filter(\.info.isTimer).map(\.info.deadline).min()
+                let oldestMain = jobs.firstIndex { $0.main && !$0.info.isTimer }
+                var enabled: [HeldJob] = []
+                var at: [Int] = []
+                for (index, held) in jobs.enumerated()
+                where (!held.info.isTimer || held.info.deadline == due)
+                    && (!held.main || held.info.isTimer || index == oldestMain)
+                {
+                    enabled.append(held.info)
+                    at.append(index)
                 }
-                if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: steps) }
-                continue
+                return (enabled, at)
             }
-            let index = chooser.choose(jobs, step: steps)
-            guard jobs.indices.contains(index) else { return .diverged(steps: steps) }
-            // Jobs from other threads only ever append: the position still names the same job.
-            let (job, info, main) = held.withLock { held in
-                let taken = held.jobs.remove(at: at[index])
-                if taken.info.isTimer { held.now = max(held.now, taken.info.deadline) }
-                return taken
+        }
+
+        private let held = Mutex(Held())
+        /// The driving thread's id (`pthread_self`), 0 when none drives.
+        private let driver = Atomic<UInt>(0)
+        let offThread = Atomic(0)
+        /// The id of the job the driver is running, 0 between jobs: read and written on the driving
+        /// thread only.
+        private var running: UInt = 0
+        /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
+        /// nanoseconds: set, read and cleared on the driving thread only.
+        var exactDelay: Int64?
+
+        /// Whether this thread is the one driving a schedule.
+        var isDriving: Bool { UInt(pthread_self()) == driver.load(ordering: .relaxed) }
+
+        /// Virtual time's unit: every delay is rounded to the nearest one.
+        static let tick: Int64 = 1_000_000
+
+        /// A delay in nanoseconds, rounded to the nearest ``tick``; 0 for a clock whose durations are
+        /// not `Duration`s. A sleep until an instant arrives as the real time left to it, a few
+        /// microseconds short of the sleep asked for, by however long the step took to get from
+        /// reading the clock to the enqueue: rounded, two sleeps of 1 ms from one step of virtual
+        /// time end at the same instant in every process, and the schedule replays.
+        static func nanoseconds<D: DurationProtocol>(_ delay: D) -> Int64 {
+            guard let delay = delay as? Duration else { return 0 }
+            let (seconds, attoseconds) = delay.components
+            guard seconds >= 0 else { return 0 }
+            let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+            if overflow || scaled > .max / 4 { return .max / 4 }
+            let exact = scaled &+ attoseconds / 1_000_000_000
+            return (exact + tick / 2) / tick * tick
+        }
+
+        func hold(_ job: UnownedJob, timer: Bool, after nanoseconds: Int64 = 0, main: Bool = false) {
+            let onDriver = isDriving
+            if !onDriver { offThread.add(1, ordering: .relaxed) }
+            // A job is known by the task it runs, which keeps its id from step to step. A job that is
+            // no task (what `Task.yield` enqueues, an actor's turn) belongs to the task whose step
+            // enqueued it, when one did; else it is known by its address.
+            var nanoseconds = nanoseconds
+            if timer, onDriver, let exact = exactDelay {
+                nanoseconds = exact
+                exactDelay = nil
             }
-            running = info.id
-            if main {
-                job.runSynchronously(on: mainExecutor)
-            } else {
-                job.runSynchronously(on: executor)
+            let task = UInt(jobTaskId(job))
+            let id = task != 0 ? task : onDriver && running != 0 ? running : unsafeBitCast(job, to: UInt.self)
+            var info = HeldJob(id: id, isTimer: timer)
+            held.withLock { held in
+                info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
+                held.jobs.append((job, info, main))
             }
-            running = 0
-            steps += 1
+        }
+
+        func enqueue(_ job: consuming ExecutorJob) { hold(UnownedJob(job), timer: false) }
+
+        func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C)
+        {
+            hold(UnownedJob(job), timer: true, after: Self.nanoseconds(delay))
+        }
+
+        func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+            hold(UnownedJob(job), timer: true, after: Self.nanoseconds(clock.now.duration(to: instant)))
+        }
+
+        func drive(
+            _ body: @escaping @Sendable () async -> Void, chooser: inout some ScheduleChooser, stepLimit: Int,
+            quiet: Duration
+        ) -> ScheduleEnd {
+            driver.store(UInt(pthread_self()), ordering: .relaxed)
+            defer {
+                driver.store(0, ordering: .relaxed)
+                held.withLock { $0.jobs.removeAll() }
+            }
+            held.withLock { held in
+                held.jobs.removeAll()
+                held.now = 0
+            }
+            let done = Atomic(false)
+            Task.detached {
+                await body()
+                done.store(true, ordering: .releasing)
+            }
+            var steps = 0
+            /// Steps the jobs left behind may take once the body has returned.
+            let drain = 10_000
+            var returnedAt: Int?
+            let executor = asUnownedTaskExecutor()
+            let mainExecutor = ControlledMainExecutor.shared.asUnownedSerialExecutor()
+            while true {
+                if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = steps }
+                if let returnedAt {
+                    if steps >= returnedAt + drain { return .finished(steps: steps) }
+                } else if steps >= stepLimit {
+                    return .stepLimit(steps: steps)
+                }
+                var (jobs, at) = held.withLock { $0.enabled() }
+                if jobs.isEmpty {
+                    if returnedAt != nil { return .finished(steps: steps) }
+                    // Nothing here: wait a while for a job from another thread.
+                    let until = ContinuousClock.now + quiet
+                    while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
+                        usleep(200)
+                        (jobs, at) = held.withLock { $0.enabled() }
+                    }
+                    if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: steps) }
+                    continue
+                }
+                let index = chooser.choose(jobs, step: steps)
+                guard jobs.indices.contains(index) else { return .diverged(steps: steps) }
+                // Jobs from other threads only ever append: the position still names the same job.
+                let (job, info, main) = held.withLock { held in
+                    let taken = held.jobs.remove(at: at[index])
+                    if taken.info.isTimer { held.now = max(held.now, taken.info.deadline) }
+                    return taken
+                }
+                running = info.id
+                if main {
+                    job.runSynchronously(on: mainExecutor)
+                } else {
+                    job.runSynchronously(on: executor)
+                }
+                running = 0
+                steps += 1
+            }
         }
     }
-}
 #endif

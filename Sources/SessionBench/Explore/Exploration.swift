@@ -10,13 +10,14 @@ import TokenServer
 /// token clock's, moved by the driver, and every `Task.sleep` is one more choice: a run of many
 /// expiries takes microseconds.
 ///
-/// Covered: round-based storms of expiries (`expiry-storm`); stores whose work runs as tasks,
+/// Covered: round-based storms of expiries (`expiry-storm`), and expiries met by a sign-out or a
+/// user switch at a point the schedule picks (`sign-out-race`, `user-switch`); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
-    public static let scenarios: Set<Scenario.Kind> = [.expiryStorm]
+    public static let scenarios: Set<Scenario.Kind> = [.expiryStorm, .signOutRace, .userSwitch]
 
     public var store: StoreDescriptor
     public var scenario: Scenario
@@ -157,7 +158,12 @@ public struct Exploration: Sendable {
         let before = ControlledExecution.uncontrolledJobs
         let end = ControlledExecution.drive(
             {
-                let judged = await Self.expiryStorm(store, scenario)
+                let judged =
+                    switch scenario.kind {
+                    case .signOutRace: await Self.fenceRounds(store, scenario, switching: false)
+                    case .userSwitch: await Self.fenceRounds(store, scenario, switching: true)
+                    default: await Self.expiryStorm(store, scenario)
+                    }
                 result.withLock { $0 = judged }
             }, chooser: &chooser, stepLimit: stepLimit ?? self.stepLimit)
         let (violations, digest, trace) = result.withLock { $0 }
@@ -194,15 +200,7 @@ public struct Exploration: Sendable {
     ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
         let time = ManualTime()
         let clock = TokenClock.manual(time)
-        var configuration = scenario.serverConfiguration
-        configuration.faults = .none
-        // Every answer of the server travels: a timer, so the scheduler may run anything while a
-        // refresh is on its way (with no latency a refresh of a store with no actor hop would be
-        // one step, and its races out of reach). Token bytes play no part: short ones keep each
-        // schedule cheap.
-        configuration.latency = .fixed(.milliseconds(1))
-        configuration.tokenSize = 16
-        let server = TokenServer(configuration: configuration, clock: clock) { await ControlledExecution.sleep(for: $0) }
+        let server = controlledServer(scenario, clock: clock)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
         let user = Subject("explore-user")
@@ -210,7 +208,8 @@ public struct Exploration: Sendable {
         let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
         server.setContext("sign-in")
         do throws(SessionError) { try await log.signIn(user, on: store) } catch {
-            oracle.report(.served, "the first sign-in failed against a healthy server: \(error)")
+            // The server is healthy: the judge finds the failed sign-in the store's (I12).
+            _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
             return (oracle.violations, 0, StormTrace(calls: log.calls, entries: server.ledger.entries))
         }
         for round in 0..<scenario.rounds {
@@ -229,13 +228,14 @@ public struct Exploration: Sendable {
         }
         server.setContext("sign-out")
         await log.signOut(store)
-        let handed = Set(log.calls.compactMap { call -> UInt64? in
-            if case .token(let issued) = call.answer { return issued.generation }
-            return nil
-        })
+        let handed = Set(
+            log.calls.compactMap { call -> UInt64? in
+                if case .token(let issued) = call.answer { return issued.generation }
+                return nil
+            })
         oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
         // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
-        _ = log.judge(skew: skew, paced: true, into: oracle)
+        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
         let (calls, entries) = (log.calls, server.ledger.entries)
         return (oracle.violations, digest(entries, calls), StormTrace(calls: calls, entries: entries))
     }

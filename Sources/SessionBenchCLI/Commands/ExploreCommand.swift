@@ -50,11 +50,12 @@ struct ExploreOptions: ParsableArguments {
     @Flag(name: .long, help: "With no --stores: the reference-broken stores too.")
     var includeBroken = false
 
-    @Option(name: .long, help: "The scenario (default: expiry-storm).")
+    @Option(name: .long, help: "The scenario: expiry-storm, sign-out-race or user-switch (default: expiry-storm).")
     var scenario = "expiry-storm"
 
     @Option(
-        name: .long, help: "random (a uniform walk) or pct (priorities with --depth − 1 change points) (default: random).")
+        name: .long,
+        help: "random (a uniform walk) or pct (priorities with --depth − 1 change points) (default: random).")
     var strategy: String?
 
     @Option(
@@ -63,21 +64,25 @@ struct ExploreOptions: ParsableArguments {
     var schedules: Int?
 
     @Option(
-        name: .customLong("for"), help: "Keep exploring each store until this much time has passed, up to 24h, e.g. 30s, 10m.",
+        name: .customLong("for"),
+        help: "Keep exploring each store until this much time has passed, up to 24h, e.g. 30s, 10m.",
         transform: ArgumentText.duration(0.001...86_400, rangeText: "1ms and 24h"))
     var timeLimit: DurationArgument?
 
-    @Option(name: .long, help: "Seeds the strategy, 0 to 18446744073709551615 (default: 1).", transform: ArgumentText.seed)
+    @Option(
+        name: .long, help: "Seeds the strategy, 0 to 18446744073709551615 (default: 1).", transform: ArgumentText.seed)
     var seed: UInt64?
 
-    @Option(name: .long, help: "PCT's depth d: how many ordering constraints a bug needs, 1 to 10 (default: 3).",
+    @Option(
+        name: .long, help: "PCT's depth d: how many ordering constraints a bug needs, 1 to 10 (default: 3).",
         transform: ArgumentText.whole(1...10))
     var depth: Int?
 
     @Option(name: .long, help: "Concurrent callers, 1 to 64 (default: 4).", transform: ArgumentText.whole(1...64))
     var tasks = 4
 
-    @Option(name: .long, help: "Expiries per schedule, 1 to 1000 (default: 2).", transform: ArgumentText.whole(1...1_000))
+    @Option(
+        name: .long, help: "Expiries per schedule, 1 to 1000 (default: 2).", transform: ArgumentText.whole(1...1_000))
     var rounds = 2
 
     @Option(
@@ -135,20 +140,24 @@ struct ExploreOptions: ParsableArguments {
             Exploration.scenarios.contains(chosen.kind)
         else {
             throw UsageError(
-                "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'")
+                "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'"
+            )
         }
         if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
         if job >= jobs { throw UsageError("--job must be below --jobs (\(jobs))") }
         let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
         }
-        if stores != nil, names.isEmpty { throw UsageError("--stores needs at least one name (see 'session-bench list')") }
+        if stores != nil, names.isEmpty {
+            throw UsageError("--stores needs at least one name (see 'session-bench list')")
+        }
         let resolved = try StoreRegistry.resolve(names, includeBroken: includeBroken)
         var schedule: ScheduleText?
         if let replay {
             guard let read = ScheduleText(replay) else {
                 throw UsageError(
-                    "--replay: '\(Printable.name(replay, limit: 60))' is not a schedule string (sbx1:<strategy>:<seed>:<choices>, as explore prints it)")
+                    "--replay: '\(Printable.name(replay, limit: 60))' is not a schedule string (sbx1:<strategy>:<seed>:<choices>, as explore prints it)"
+                )
             }
             guard resolved.count == 1, stores != nil else {
                 throw UsageError("--replay plays one store's schedule: name it with --stores")
@@ -215,6 +224,7 @@ struct ExploreRunCommand: ParsableCommand {
     func run() throws {
         throw UsageError(
             "explore needs its processes to start before any task: this executable's main.swift awaits "
-                + "SessionBenchCommand.main; call SessionBenchCommand.start(extraStores:) instead, with no top-level await")
+                + "SessionBenchCommand.main; call SessionBenchCommand.start(extraStores:) instead, with no top-level await"
+        )
     }
 }

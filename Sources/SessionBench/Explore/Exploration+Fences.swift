@@ -1,0 +1,79 @@
+import SessionContract
+import SessionOracle
+import TokenServer
+
+extension Exploration {
+    /// The fence rounds of `sign-out-race` and `user-switch`: one user signs in; each round the
+    /// token expires and every caller asks for a token while one more task ends the session at a
+    /// point the schedule picks — a sign-out, or (`switching`) the other user's sign-in — and then
+    /// asks for a token itself; once every task is done, one last call asks again. After a
+    /// sign-out the user signs in again for the next round. Judged like the expiry storm: the
+    /// contract's model over every call and sign-in (nothing of a session once its fence returned,
+    /// I8; nothing of another user's, I9; a refresh that lands after the fence discarded), and the
+    /// ledger.
+    static func fenceRounds(
+        _ descriptor: StoreDescriptor, _ scenario: Scenario, switching: Bool
+    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+        let time = ManualTime()
+        let clock = TokenClock.manual(time)
+        let server = controlledServer(scenario, clock: clock)
+        let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
+        let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
+        let users = [Subject("explore-user"), Subject("explore-other-user")]
+        let log = CallLog(users: users, clock: clock, server: server)
+        let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
+        server.setContext("sign-in")
+        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch {
+            // The server is healthy: the judge finds the failed sign-in the store's (I12).
+            _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
+            return (oracle.violations, 0, StormTrace(calls: log.calls, entries: server.ledger.entries))
+        }
+        var signedIn = 0
+        let fence = switching ? "user switch" : "sign-out"
+        for round in 0..<scenario.rounds {
+            time.advance(by: scenario.tokenLifetime)
+            server.setContext("round \(round)")
+            let next = switching ? 1 - signedIn : signedIn
+            await withTaskGroup(of: Void.self) { group in
+                for caller in 0..<scenario.tasks {
+                    group.addTask {
+                        _ = await log.call(.validToken, on: store, caller: caller, phase: "round \(round)")
+                    }
+                }
+                group.addTask {
+                    if switching {
+                        try? await log.signIn(users[next], on: store)
+                    } else {
+                        await log.signOut(store)
+                    }
+                    _ = await log.call(
+                        .validToken, on: store, caller: scenario.tasks, phase: "round \(round) after the \(fence)")
+                }
+            }
+            _ = await log.call(
+                .validToken, on: store, caller: scenario.tasks + 1, phase: "round \(round) after every call")
+            signedIn = next
+            guard !switching else { continue }
+            server.setContext("round \(round) sign-in")
+            do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { break }
+        }
+        let handed = Set(log.calls.compactMap { $0.token?.generation })
+        oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
+        // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
+        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
+        let (calls, entries) = (log.calls, server.ledger.entries)
+        return (oracle.violations, digest(entries, calls), StormTrace(calls: calls, entries: entries))
+    }
+
+    /// The server every exploration runs against: healthy, in process, and every answer travels —
+    /// a timer, so the scheduler may run anything while a request is on its way (with no latency a
+    /// refresh of a store with no actor hop would be one step, and its races out of reach). Token
+    /// bytes play no part: short ones keep each schedule cheap.
+    static func controlledServer(_ scenario: Scenario, clock: TokenClock) -> TokenServer {
+        var configuration = scenario.serverConfiguration
+        configuration.faults = .none
+        configuration.latency = .fixed(.milliseconds(1))
+        configuration.tokenSize = 16
+        return TokenServer(configuration: configuration, clock: clock) { await ControlledExecution.sleep(for: $0) }
+    }
+}
