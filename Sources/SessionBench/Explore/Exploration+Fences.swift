@@ -14,20 +14,10 @@ extension Exploration {
     static func fenceRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario, switching: Bool
     ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
-        let time = ManualTime()
-        let clock = TokenClock.manual(time)
-        let server = controlledServer(scenario, clock: clock)
-        let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
-        let users = [Subject("explore-user"), Subject("explore-other-user")]
-        let log = CallLog(users: users, clock: clock, server: server)
-        let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
-        server.setContext("sign-in")
-        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch {
-            // The server is healthy: the judge finds the failed sign-in the store's (I12).
-            _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
-            return (oracle.violations, 0, StormTrace(calls: log.calls, entries: server.ledger.entries))
-        }
+        let world = ControlledWorld(
+            descriptor, scenario, users: [Subject("explore-user"), Subject("explore-other-user")])
+        let (time, server, store, log, users) = (world.time, world.server, world.store, world.log, world.users)
+        guard await world.signIn() else { return world.judged(digested: false) }
         var signedIn = 0
         let fence = switching ? "user switch" : "sign-out"
         for round in 0..<scenario.rounds {
@@ -57,19 +47,61 @@ extension Exploration {
             server.setContext("round \(round) sign-in")
             do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { break }
         }
-        let handed = Set(log.calls.compactMap { $0.token?.generation })
-        oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
-        // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
-        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
+        return world.judged()
+    }
+}
+
+/// One schedule's world: virtual time, the healthy server every exploration runs against, the
+/// store, the log of its calls and sign-ins, and the oracle that judges them.
+struct ControlledWorld {
+    let time = ManualTime()
+    let clock: TokenClock
+    let server: TokenServer
+    let skew: Duration
+    let store: any SessionStore
+    let users: [Subject]
+    let log: CallLog
+    let oracle: Oracle
+
+    init(_ descriptor: StoreDescriptor, _ scenario: Scenario, users: [Subject]) {
+        clock = TokenClock.manual(time)
+        server = Self.server(scenario, clock: clock)
+        skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
+        store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
+        self.users = users
+        log = CallLog(users: users, clock: clock, server: server)
+        oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
+    }
+
+    /// Signs the first user in; `false` when the store's sign-in failed.
+    func signIn() async -> Bool {
+        server.setContext("sign-in")
+        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return false }
+        return true
+    }
+
+    /// What the schedule found: the ledger audited, and every call and sign-in judged against the
+    /// contract's model — paced, since time here is the scheduler's and real time excuses no refusal
+    /// of the store's own, and against a healthy server (a failed sign-in is the store's, I12).
+    /// `digested`: with the digest of what was done (none for a schedule that could not start).
+    func judged(digested: Bool = true) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
         let (calls, entries) = (log.calls, server.ledger.entries)
-        return (oracle.violations, digest(entries, calls), StormTrace(calls: calls, entries: entries))
+        if digested {
+            let handed = Set(calls.compactMap { $0.token?.generation })
+            oracle.auditLedger(entries) { handed.contains($0) }
+        }
+        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
+        return (
+            oracle.violations, digested ? Exploration.digest(entries, calls) : 0,
+            Exploration.StormTrace(calls: calls, entries: entries)
+        )
     }
 
     /// The server every exploration runs against: healthy, in process, and every answer travels —
     /// a timer, so the scheduler may run anything while a request is on its way (with no latency a
     /// refresh of a store with no actor hop would be one step, and its races out of reach). Token
     /// bytes play no part: short ones keep each schedule cheap.
-    static func controlledServer(_ scenario: Scenario, clock: TokenClock) -> TokenServer {
+    static func server(_ scenario: Scenario, clock: TokenClock) -> TokenServer {
         var configuration = scenario.serverConfiguration
         configuration.faults = .none
         configuration.latency = .fixed(.milliseconds(1))

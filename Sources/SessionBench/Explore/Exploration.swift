@@ -198,20 +198,9 @@ public struct Exploration: Sendable {
     static func expiryStorm(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
     ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
-        let time = ManualTime()
-        let clock = TokenClock.manual(time)
-        let server = controlledServer(scenario, clock: clock)
-        let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        let store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
-        let user = Subject("explore-user")
-        let log = CallLog(users: [user], clock: clock, server: server)
-        let oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
-        server.setContext("sign-in")
-        do throws(SessionError) { try await log.signIn(user, on: store) } catch {
-            // The server is healthy: the judge finds the failed sign-in the store's (I12).
-            _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
-            return (oracle.violations, 0, StormTrace(calls: log.calls, entries: server.ledger.entries))
-        }
+        let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
+        let (time, server, store, log, oracle) = (world.time, world.server, world.store, world.log, world.oracle)
+        guard await world.signIn() else { return world.judged(digested: false) }
         for round in 0..<scenario.rounds {
             time.advance(by: scenario.tokenLifetime)
             server.setContext("round \(round)")
@@ -228,16 +217,7 @@ public struct Exploration: Sendable {
         }
         server.setContext("sign-out")
         await log.signOut(store)
-        let handed = Set(
-            log.calls.compactMap { call -> UInt64? in
-                if case .token(let issued) = call.answer { return issued.generation }
-                return nil
-            })
-        oracle.auditLedger(server.ledger.entries) { handed.contains($0) }
-        // Paced: time here is the scheduler's, so real time excuses no refusal of the store's own.
-        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
-        let (calls, entries) = (log.calls, server.ledger.entries)
-        return (oracle.violations, digest(entries, calls), StormTrace(calls: calls, entries: entries))
+        return world.judged()
     }
 
     /// FNV-1a over what the server did and what each caller got, in order; real times left out.
