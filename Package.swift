@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "TokenServer", targets: ["TokenServer"]),
         .library(name: "SessionStorage", targets: ["SessionStorage"]),
         .library(name: "SessionOracle", targets: ["SessionOracle"]),
+        .library(name: "SessionMeasurement", targets: ["SessionMeasurement"]),
         .library(name: "SessionBench", targets: ["SessionBench"]),
         .library(name: "SessionBenchCLI", targets: ["SessionBenchCLI"]),
         .library(name: "SessionBenchTesting", targets: ["SessionBenchTesting"]),
@@ -62,7 +63,8 @@ let package = Package(
         .target(name: "CReaderSlot"),
         // The competing stores, each in its own file, sharing one token lifecycle.
         .target(
-            name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"], swiftSettings: imports),
+            name: "SessionStores", dependencies: ["SessionContract", "SessionSync", "CReaderSlot"],
+            swiftSettings: imports),
         // Where stores keep a session between launches: files written atomically, a JSON file
         // (plaintext, the UserDefaults analogue), and with the Storage trait an AES-GCM encrypted
         // file and a SQLite row (GRDB, over the system's libsqlite3); and the deliberately wrong
@@ -89,16 +91,26 @@ let package = Package(
         // The judges: what a run recorded (calls, events, the server's ledger, storage writes) in,
         // violations of the contract out. Drives nothing and measures nothing.
         .target(name: "SessionOracle", dependencies: ["SessionContract", "TokenServer"], swiftSettings: imports),
-        // The harness: scenarios, drivers, measurements and reports.
+        // What the harness measures with, and judges nothing: the sample clock, latency
+        // histograms, allocation counters, the process's resource usage and CPU placement.
         .target(
-            name: "SessionBench",
+            name: "SessionMeasurement",
             dependencies: [
-                "SessionContract", "TokenServer", "SessionOracle", "SessionStorage", "SessionSync", "CSampleClock", "CPlacement",
-                "CAllocationWindows",
+                "SessionContract", "SessionOracle", "CSampleClock", "CPlacement", "CAllocationWindows",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 // Allocation counts with no system package: a shared library preloaded into
                 // each measuring process, counting every malloc on its way to the allocator.
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ],
+            swiftSettings: imports
+        ),
+        // The harness: scenarios, drivers and reports.
+        .target(
+            name: "SessionBench",
+            dependencies: [
+                "SessionContract", "TokenServer", "SessionOracle", "SessionStorage", "SessionSync",
+                "SessionMeasurement",
+                "CPlacement", .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: imports
         ),
@@ -107,7 +119,7 @@ let package = Package(
             name: "SessionBenchCLI",
             dependencies: [
                 "SessionBench", "SessionContract", "SessionOracle", "SessionStores", "SessionStorage", "SessionSync",
-                "TokenServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SessionMeasurement", "TokenServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: imports
         ),
@@ -129,7 +141,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["HTTP"])),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTP"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["HTTP"])),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["HTTP"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["HTTP"])),
             ],
             swiftSettings: imports),
         // Storage backends on a PostgreSQL server, shared by replicas on any number of machines: an
@@ -148,13 +161,16 @@ let package = Package(
             swiftSettings: imports),
         .executableTarget(
             name: "session-bench",
-            dependencies: ["SessionBenchCLI", "SessionBenchHTTP", "SessionBench", "SessionStoragePostgres", "SessionStorage"],
+            dependencies: [
+                "SessionBenchCLI", "SessionBenchHTTP", "SessionBench", "SessionStoragePostgres", "SessionStorage",
+            ],
             swiftSettings: imports),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
                 "SessionBench", "SessionBenchCLI", "SessionOracle", "SessionStores", "SessionStorage", "TokenServer",
-                "SessionContract", "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "CAllocationWindows",
+                "SessionContract", "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "SessionMeasurement",
+                "CAllocationWindows",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -168,11 +184,13 @@ let package = Package(
             swiftSettings: imports),
         // The judges alone, on histories written by hand: no harness, no store.
         .testTarget(
-            name: "SessionOracleTests", dependencies: ["SessionOracle", "SessionContract", "SessionSync", "TokenServer"],
+            name: "SessionOracleTests",
+            dependencies: ["SessionOracle", "SessionContract", "SessionSync", "TokenServer"],
             swiftSettings: imports),
         .testTarget(
             name: "SessionStorageTests", dependencies: ["SessionStorage", "SessionContract"], swiftSettings: imports),
-        .testTarget(name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"], swiftSettings: imports),
+        .testTarget(
+            name: "TokenServerTests", dependencies: ["TokenServer", "SessionContract"], swiftSettings: imports),
         .testTarget(
             name: "SessionStoresTests",
             dependencies: ["SessionStores", "TokenServer", "SessionContract", "SessionSync"],

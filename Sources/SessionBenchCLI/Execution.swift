@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 import SessionStorage
 import Synchronization
 

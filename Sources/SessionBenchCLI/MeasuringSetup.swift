@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SessionBench
+import SessionMeasurement
 
 /// The allocator a measuring process runs on and the counter that counts its allocations,
 /// and the environment that sets them up.

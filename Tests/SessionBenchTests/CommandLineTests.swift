@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionMeasurement
 import Testing
 
 /// The `session-bench` executable, run as a user runs it.

@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 @testable import SessionBenchCLI
+@testable import SessionMeasurement
 import Testing
 
 /// What a measuring process is started with for each allocator and counter, and how the gate

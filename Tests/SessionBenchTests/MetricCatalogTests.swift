@@ -1,5 +1,6 @@
 import Foundation
 import SessionBench
+import SessionMeasurement
 import SessionOracle
 import Testing
 

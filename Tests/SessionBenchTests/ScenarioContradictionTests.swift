@@ -1,4 +1,5 @@
 import SessionContract
+@testable import SessionMeasurement
 import SessionOracle
 import Testing
 

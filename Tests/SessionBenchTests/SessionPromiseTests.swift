@@ -1,5 +1,6 @@
 import SessionBench
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import SessionStores
 import Testing

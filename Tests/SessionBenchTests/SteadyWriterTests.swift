@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+@testable import SessionMeasurement
 import SessionOracle
 import SessionStores
 import Testing

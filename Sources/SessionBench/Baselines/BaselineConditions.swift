@@ -1,3 +1,5 @@
+import SessionMeasurement
+
 /// Whether two runs measured the same thing on the same kind of machine, so that their figures
 /// can be compared at all: the machine (processor, cores, system, CPUs the measuring process
 /// ran on), how stores ran (isolated or in process, the transport), what counted allocations

@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionMeasurement
 import SessionSync
 import Synchronization
 

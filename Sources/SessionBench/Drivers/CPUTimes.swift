@@ -1,6 +1,7 @@
 import CPlacement
 import Foundation
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 
 /// How long threads have run on a CPU, and how long they waited runnable for one, as the kernel

@@ -1,3 +1,5 @@
+import SessionMeasurement
+
 /// What a driver hands back to the runner: the run's result, with the driver's figures
 /// written straight into it (`outcome.operations += 1` sets the result's own field, so a new
 /// figure is a field of ``ScenarioResult`` and the driver that measures it, nothing between),

@@ -1,4 +1,5 @@
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 
 /// What a family's driver is given for one run: the runner (its options and transports), the

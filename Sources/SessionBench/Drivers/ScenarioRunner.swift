@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import SessionStorage
 import TokenServer

@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// One line of the gate's verdict: what was checked, against what, what was measured.

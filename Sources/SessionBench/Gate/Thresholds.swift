@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// A checked-in file of limits that `session-bench check` enforces.

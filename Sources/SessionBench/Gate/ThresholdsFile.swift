@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 
 /// Reading a thresholds file strictly: unknown keys, wrong types and impossible limits are
 /// errors that name the key, so a typo never silently disables a check.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// Writing thresholds: the same checks, their limits re-derived from a run with headroom,

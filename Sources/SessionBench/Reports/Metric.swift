@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// A figure of a run that the tool gates, compares with baselines and exports: one entry of

@@ -1,3 +1,5 @@
+import SessionMeasurement
+
 /// With `compare --repeats`, the tables show one run per store × scenario; the CSV and JSON
 /// keep every repeat.
 extension ResultsReport {

@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// The block scenarios over storage add under their table: how sessions fared across

@@ -1,3 +1,4 @@
+import SessionMeasurement
 import SessionOracle
 
 /// The writer's block of `writes-under-reads`: how long each 401 waited behind the readers, and

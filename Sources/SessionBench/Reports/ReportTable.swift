@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// Human-readable renderings: the terminal table and Markdown.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 
 /// The CSV export: one row per store × scenario × operation kind.

@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 
 /// What a run was, for the record beside its results.
 public struct RunMetadata: Sendable, Codable {

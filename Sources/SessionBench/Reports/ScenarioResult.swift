@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import SessionOracle
 /// Everything one store × scenario run measured and found. Holds no token values or user ids.
 public struct ScenarioResult: Sendable, Codable {

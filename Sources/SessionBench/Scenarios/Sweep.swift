@@ -1,4 +1,5 @@
 import Foundation
+import SessionMeasurement
 import TokenServer
 
 /// What `sweep` varies, and how a value changes a scenario.

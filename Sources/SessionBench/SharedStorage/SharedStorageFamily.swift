@@ -1,4 +1,5 @@
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 
 /// `shared-storage` and `replicas`: several holders of one saved session, in session processes

@@ -1,5 +1,6 @@
 import Histogram
 import SessionContract
+import SessionMeasurement
 import SessionSync
 import TokenServer
 

@@ -1,5 +1,6 @@
 import Histogram
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import SessionSync
 import Synchronization

@@ -2,6 +2,7 @@ import CPlacement
 import Foundation
 import Histogram
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import SessionSync
 import Synchronization

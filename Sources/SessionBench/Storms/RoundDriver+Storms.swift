@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import TokenServer
 

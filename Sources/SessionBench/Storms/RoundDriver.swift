@@ -1,4 +1,5 @@
 import SessionContract
+import SessionMeasurement
 import SessionOracle
 import TokenServer
 

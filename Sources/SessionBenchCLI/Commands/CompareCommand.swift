@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 
 /// `session-bench compare`: the main job.
 struct Compare: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 
 /// `session-bench stress`: randomized schedules, a new seed each iteration.
 struct Stress: AsyncParsableCommand {

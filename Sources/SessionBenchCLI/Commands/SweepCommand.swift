@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 
 /// `session-bench sweep`: one parameter over a range, every store at every point.
 struct Sweep: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 import Synchronization
 
 /// Runs each store's scenarios in a child process of this same executable, so a store that

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SessionBench
+import SessionMeasurement
 
 /// A duration on the command line: `500ms`, `2s`, `1.5s`, `250us`, `3m`, `1h`.
 struct DurationArgument: Sendable, CustomStringConvertible {

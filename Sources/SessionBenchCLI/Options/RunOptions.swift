@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SessionBench
 import SessionContract
+import SessionMeasurement
 
 /// Which stores and scenarios to run, and how: shared by `compare`, `stress` and `sweep`.
 struct RunOptions: ParsableArguments {

@@ -27,7 +27,7 @@ import CAllocationWindows
 /// not allocations, and they belong to a thread, where a call that suspends may resume on
 /// another: they cannot give allocations per call. The hooks are experimental in jemalloc
 /// (5.2 and later; Debian 12 ships 5.3.0), so the counter is offered only where they install.
-struct JemallocStatistics: @unchecked Sendable {
+package struct JemallocStatistics: @unchecked Sendable {
     // SAFETY: every stored property is written once in `init` and only read afterwards.
     private typealias Mallctl =
         @convention(c) (
@@ -53,7 +53,7 @@ struct JemallocStatistics: @unchecked Sendable {
     private let sizes: [UInt64]
 
     /// Whether jemalloc's thread cache is off (arena counts exact).
-    var threadCacheDisabled: Bool {
+    package var threadCacheDisabled: Bool {
         var enabled = true
         var size = MemoryLayout<Bool>.size
         return mallctl("opt.tcache", &enabled, &size, nil, 0) == 0 && !enabled
@@ -61,7 +61,7 @@ struct JemallocStatistics: @unchecked Sendable {
 
     /// Bytes this thread has allocated through jemalloc (`thread.allocated`): moves with every
     /// allocation, thread cache or not, so it tells whether jemalloc serves `malloc` here.
-    func threadAllocatedBytes() -> UInt64? {
+    package func threadAllocatedBytes() -> UInt64? {
         var value: UInt64 = 0
         var size = MemoryLayout<UInt64>.size
         return mallctl("thread.allocated", &value, &size, nil, 0) == 0 ? value : nil
@@ -71,7 +71,7 @@ struct JemallocStatistics: @unchecked Sendable {
     /// later) that count callers' allocations; the handle that removes them, or `nil` where
     /// this jemalloc has none. While they are installed every allocation takes jemalloc's slow
     /// path, so that the hooks see it.
-    func installCountingHooks() -> UInt? {
+    package func installCountingHooks() -> UInt? {
         var handle: UnsafeMutableRawPointer?
         var size = MemoryLayout<UnsafeMutableRawPointer?>.size
         let hooks = session_bench_jemalloc_counting_hooks()
@@ -82,16 +82,16 @@ struct JemallocStatistics: @unchecked Sendable {
     }
 
     /// Removes the hooks ``installCountingHooks()`` installed.
-    func removeHooks(_ handle: UInt) {
+    package func removeHooks(_ handle: UInt) {
         var pointer = UnsafeMutableRawPointer(bitPattern: handle)
         _ = mallctl("experimental.hooks.remove", nil, nil, &pointer, MemoryLayout<UnsafeMutableRawPointer?>.size)
     }
 
     /// Whether jemalloc is loaded in this process at all.
-    static var isLoaded: Bool { dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallctl") != nil }
+    package static var isLoaded: Bool { dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallctl") != nil }
 
     /// The statistics, or `nil` when jemalloc is not loaded in this process.
-    init?() {
+    package init?() {
         let process = UnsafeMutableRawPointer(bitPattern: 0)
         guard let symbol = dlsym(process, "mallctl"), let nameToMIB = dlsym(process, "mallctlnametomib"),
             let byMIB = dlsym(process, "mallctlbymib")
@@ -142,7 +142,7 @@ struct JemallocStatistics: @unchecked Sendable {
     }
 
     /// Bytes allocated and not yet freed, now (jemalloc's `stats.allocated`).
-    func liveBytes() -> UInt64 {
+    package func liveBytes() -> UInt64 {
         var epoch: UInt64 = 1
         _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)
         var value = 0
@@ -151,7 +151,7 @@ struct JemallocStatistics: @unchecked Sendable {
     }
 
     /// Totals since the process started. Allocates nothing.
-    func snapshot() -> AllocationCounter.Snapshot {
+    package func snapshot() -> AllocationCounter.Snapshot {
         // Writing "epoch" makes jemalloc refresh the statistics it reports.
         var epoch: UInt64 = 1
         _ = byMIB(epochMIB, epochMIBLength, nil, nil, &epoch, MemoryLayout<UInt64>.size)

@@ -30,28 +30,8 @@ public enum CPUPlacement {
         }
     }
 
-    /// `0,1` or `0-3,6`: CPU numbers and ranges, as a list (``ListText``): no item empty and no
-    /// CPU named twice, by itself or in a range. The CPUs, ascending.
-    public static func parse(_ text: String) throws(ListText.Invalid) -> [Int] {
-        let limit = Int(session_bench_cpu_limit())
-        let ranges = try ListText.values(text, what: "a CPU number or range", example: "0 or 0,1 or 0-3") {
-            (item: String) -> ClosedRange<Int>? in
-            let bounds = item.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
-            guard (1...2).contains(bounds.count),
-                let low = NumberText.whole(bounds[0]), let high = bounds.count == 2 ? NumberText.whole(bounds[1]) : low,
-                low <= high, high < limit
-            else { return nil }
-            return low...high
-        }
-        var cpus: Set<Int> = []
-        for range in ranges {
-            if let twice = range.first(where: cpus.contains) {
-                throw ListText.Invalid(description: "CPU \(twice) is named twice; name each CPU once, e.g. 0 or 0,1 or 0-3")
-            }
-            cpus.formUnion(range)
-        }
-        return cpus.sorted()
-    }
+    /// How many CPUs the system has: a CPU number is below it.
+    public static var limit: Int { Int(session_bench_cpu_limit()) }
 
     /// `[0, 1, 2, 5]` as `0-2,5`.
     public static func text(_ cpus: [Int]) -> String {
@@ -71,5 +51,5 @@ public enum CPUPlacement {
 /// `--cpus` names CPUs the process may not use, or the system refused.
 public struct PlacementError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -24,7 +24,7 @@ public struct SampleClock: Sendable {
     @inline(__always)
     public static func ticks() -> UInt64 { session_bench_ticks() }
 
-    init() {
+    package init() {
         reason = String(cString: session_bench_clock_why())
         switch session_bench_clock_kind() {
         case Int32(SESSION_BENCH_CLOCK_RDTSCP): name = "tsc (rdtscp; lfence)"

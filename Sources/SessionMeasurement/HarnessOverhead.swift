@@ -1,11 +1,11 @@
 import Histogram
 
 /// The cost of timing one sample: one sample-clock read and a histogram record.
-enum HarnessOverhead {
+package enum HarnessOverhead {
     /// What taking one sample costs the steady driver beyond the clock read its batch makes
     /// anyway: one sample-clock read and a histogram record, timed over many samples of
     /// nothing. The smallest of a few tries.
-    static func perSampleNanoseconds(iterations: Int = 100_000) -> Double {
+    package static func perSampleNanoseconds(iterations: Int = 100_000) -> Double {
         let clock = SampleClock.shared
         var histogram = clock.emptyTickHistogram()
         let floor = clock.bracketTicks

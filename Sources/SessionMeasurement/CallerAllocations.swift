@@ -21,7 +21,7 @@ import Synchronization
 /// thread, a `Task` it starts), the runtime enqueueing a caller on the main actor or an actor
 /// (past any hook in Swift 6.3), and its bookkeeping between jobs. docs/allocations.md says
 /// the same for users.
-final class CallerAllocations: @unchecked Sendable {
+package final class CallerAllocations: @unchecked Sendable {
     // SAFETY: `windows` is C memory with its own lock for registering; each window is opened
     // and closed by its caller's task alone, counted into atomically by the hook (inside that
     // task's allocations and its enqueues), and read by `finish()` only after every caller has
@@ -32,7 +32,7 @@ final class CallerAllocations: @unchecked Sendable {
     private let registered = Atomic<Int>(0)
 
     /// Windows for `callers` callers, counted by `counter`; `nil` if there is no memory for them.
-    init?(callers: Int, counter: AllocationCounter) {
+    package init?(callers: Int, counter: AllocationCounter) {
         guard let windows = session_bench_windows_make(callers) else { return nil }
         self.windows = windows
         self.callers = callers
@@ -41,7 +41,7 @@ final class CallerAllocations: @unchecked Sendable {
 
     /// Starts counting into these windows: `false` if other windows are counting now (or the
     /// counter cannot count a caller's), and then nothing is counted.
-    func start() -> Bool {
+    package func start() -> Bool {
         guard session_bench_windows_install(windows) == 0 else { return false }
         guard counter.beginCallerCounting() else {
             session_bench_windows_uninstall(windows)
@@ -52,7 +52,7 @@ final class CallerAllocations: @unchecked Sendable {
 
     /// Caller `index`'s window, for the calling task: called by the caller itself before its
     /// first call to the store.
-    func window(_ index: Int) -> CallerWindow? {
+    package func window(_ index: Int) -> CallerWindow? {
         guard let window = session_bench_windows_register(windows, index) else { return nil }
         registered.add(1, ordering: .relaxed)
         return CallerWindow(window: window)
@@ -60,7 +60,7 @@ final class CallerAllocations: @unchecked Sendable {
 
     /// Stops counting and returns the callers' totals; `nil` when some caller has not finished
     /// (its window is never reused) or never had a window.
-    func finish(everyCallerFinished: Bool) -> AllocationCounter.Snapshot? {
+    package func finish(everyCallerFinished: Bool) -> AllocationCounter.Snapshot? {
         session_bench_windows_uninstall(windows)
         counter.endCallerCounting()
         guard everyCallerFinished else { return nil }
@@ -74,13 +74,13 @@ final class CallerAllocations: @unchecked Sendable {
 }
 
 /// One caller's window (see ``CallerAllocations``), used by that caller's task alone.
-struct CallerWindow: @unchecked Sendable {
+package struct CallerWindow: @unchecked Sendable {
     // SAFETY: only the task that registered the window opens and closes it.
-    let window: UnsafeMutablePointer<session_bench_window>
+    package let window: UnsafeMutablePointer<session_bench_window>
 
     /// Just before the call to the store.
-    @inline(__always) func open() { session_bench_window_open(window) }
+    @inline(__always) package func open() { session_bench_window_open(window) }
 
     /// Just after the call returns or throws.
-    @inline(__always) func close() { session_bench_window_close(window) }
+    @inline(__always) package func close() { session_bench_window_close(window) }
 }

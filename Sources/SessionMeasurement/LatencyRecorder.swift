@@ -1,7 +1,6 @@
 import Histogram
 import SessionOracle
 
-
 /// Latencies of one worker, one histogram per operation kind, in nanoseconds. Recording
 /// touches only this worker's memory; workers' recorders are merged once at the end.
 public struct LatencyRecorder: Sendable {
@@ -27,7 +26,7 @@ public struct LatencyRecorder: Sendable {
         histograms.keys.sorted().map { LatencySummary(kind: $0, histogram: histograms[$0]!) }
     }
 
-    static func emptyHistogram() -> Histogram<UInt64> {
+    package static func emptyHistogram() -> Histogram<UInt64> {
         Histogram(
             lowestDiscernibleValue: 1, highestTrackableValue: highestTrackable, numberOfSignificantValueDigits: .three)
     }
@@ -51,7 +50,7 @@ public struct LatencySummary: Sendable, Hashable, Codable {
     public let mean: Double
     public let distribution: [Point]
 
-    init(kind: OperationKind, histogram: Histogram<UInt64>) {
+    package init(kind: OperationKind, histogram: Histogram<UInt64>) {
         self.kind = kind
         count = histogram.totalCount
         p50 = histogram.valueAtPercentile(50)

@@ -138,7 +138,7 @@ public struct AllocationCounter: Sendable {
     /// that nests with ``begin()``'s: the interposer's counting, whose allocation hook this
     /// counter installed; jemalloc's allocation hooks. `false`, with nothing switched on, if
     /// jemalloc refused its hooks.
-    func beginCallerCounting() -> Bool {
+    package func beginCallerCounting() -> Bool {
         guard let jemalloc else {
             _ = begin()
             return true
@@ -154,7 +154,7 @@ public struct AllocationCounter: Sendable {
     }
 
     /// Switches off what ``beginCallerCounting()`` switched on, once no window needs it.
-    func endCallerCounting() {
+    package func endCallerCounting() {
         if let jemalloc {
             Self.openWindows.withLock { open in
                 open.jemallocHooks -= 1
@@ -278,7 +278,7 @@ public enum InterposerLibrary {
 
     /// `false` in a sanitizer build, where the library leaves `malloc` alone; `nil` if the
     /// library is not loaded.
-    static var globalHooksInstalled: Bool? {
+    package static var globalHooksInstalled: Bool? {
         typealias Query = @convention(c) () -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_interposer_global_hooks_installed")
         else {
