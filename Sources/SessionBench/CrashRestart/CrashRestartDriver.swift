@@ -175,7 +175,7 @@ struct CrashRestartDriver: ContextDriver {
                 case .unreachable(let why):
                     link.kill()
                     life.storageFailed = true
-                    outcome.storageFailed(SharedStorageDriver.unreachable(why))
+                    outcome.storageFailed(SessionProcesses.unreachable(why))
                     return true
                 case .storageFailed(let why):
                     // The store may carry on in memory, as it should; the round cannot: what it
@@ -224,7 +224,7 @@ struct CrashRestartDriver: ContextDriver {
 
     /// The run's failure when the driver could not read the storage back.
     static func unreadable(_ backend: StorageBackend, _ error: StorageError) -> String {
-        if case .unreachable(let why) = error { return SharedStorageDriver.unreachable(why) }
+        if case .unreachable(let why) = error { return SessionProcesses.unreachable(why) }
         return "the harness could not read the \(backend.name) storage back: \(error)"
     }
 }

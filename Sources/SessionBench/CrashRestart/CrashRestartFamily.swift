@@ -52,6 +52,9 @@ enum CrashRestartFamily: ScenarioFamily {
 
 /// The families whose scenarios start session processes over a storage backend.
 enum SessionProcesses {
+    /// The run's failure when the database is out of reach.
+    static func unreachable(_ why: String) -> String { "database unreachable: \(why)" }
+
     /// Runs `body` with the runner's launcher and the scenario's backend; without a launcher (a
     /// runner in a test or a user's program) the run ends in `error`, saying why.
     static func run(

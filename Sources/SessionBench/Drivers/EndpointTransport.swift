@@ -47,39 +47,17 @@ public protocol TransportEndpoint: StepUpEndpoint {
     func close()
 }
 
-/// What a transport added to the refresh calls of one run.
-public struct TransportFigures: Sendable, Hashable, Codable {
-    public var transport: String
-    /// Refresh calls measured.
-    public var refreshes: Int
-    public var overheadP50Nanoseconds: Double?
-    public var overheadP99Nanoseconds: Double?
-
-    public init(transport: String, overheads: [Int64]) {
-        self.transport = transport
-        refreshes = overheads.count
-        let sorted = overheads.sorted()
-        func percentile(_ fraction: Double) -> Double? {
-            guard !sorted.isEmpty else { return nil }
-            let rank = Int((fraction * Double(sorted.count)).rounded(.up)) - 1
-            return Double(sorted[min(max(rank, 0), sorted.count - 1)])
-        }
-        overheadP50Nanoseconds = percentile(0.50)
-        overheadP99Nanoseconds = percentile(0.99)
-    }
-}
-
 /// A scenario's server as its store sees it: the server itself in process, or an endpoint that
-/// reaches it over the runner's transport.
+/// reaches it over the runner's transport (`ScenarioRunner.transport`).
 struct ServerLink {
     let server: TokenServer
     let remote: (any TransportEndpoint)?
     let transportName: String?
 
-    init(_ server: TokenServer, runner: ScenarioRunner) {
+    init(_ server: TokenServer, transport: (any EndpointTransport)?) {
         self.server = server
-        transportName = runner.transport?.name
-        remote = runner.transport?.endpoint(for: server)
+        transportName = transport?.name
+        remote = transport?.endpoint(for: server)
     }
 
     /// What the store is configured with.
@@ -128,7 +106,8 @@ public struct LoopbackHTTP: Sendable {
 
     public init(
         transport: any EndpointTransport,
-        serve: @escaping @Sendable (TokenServer, String, Int, Duration, @escaping @Sendable () -> Void) async throws ->
+        serve:
+            @escaping @Sendable (TokenServer, String, Int, Duration, @escaping @Sendable () -> Void) async throws ->
             Running
     ) {
         self.transport = transport

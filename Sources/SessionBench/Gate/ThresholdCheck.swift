@@ -142,12 +142,7 @@ public struct ThresholdCheck: Sendable {
         }
     }
 
-    public static func format(_ value: Double) -> String {
-        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
-        if abs(value) >= 100 { return String(format: "%.0f", value) }
-        if abs(value) >= 1 { return String(format: "%.2f", value) }
-        return String(format: "%.4f", value)
-    }
+    public static func format(_ value: Double) -> String { NumberText.compact(value) }
 
     // MARK: Reports
 

@@ -1,29 +1,6 @@
 import SessionContract
 import SessionOracle
 
-/// What a store declares it offers beyond the base contract, as results carry it: each offer is a
-/// set of promises that can be judged only for a store that makes them.
-public struct StoreOffers: OptionSet, Sendable, Codable, Hashable {
-    public let rawValue: Int
-    public init(rawValue: Int) { self.rawValue = rawValue }
-
-    public static let synchronousRead = StoreOffers(rawValue: 1)
-    public static let persistence = StoreOffers(rawValue: 2)
-    public static let sharedStorage = StoreOffers(rawValue: 4)
-    public static let stepUp = StoreOffers(rawValue: 8)
-    public static let stateStream = StoreOffers(rawValue: 16)
-
-    public init(_ store: StoreDescriptor) {
-        var offers: StoreOffers = []
-        if store.offersSynchronousRead { offers.insert(.synchronousRead) }
-        if store.persistsSession { offers.insert(.persistence) }
-        if store.sharesStorage { offers.insert(.sharedStorage) }
-        if store.offersStepUp { offers.insert(.stepUp) }
-        if store.offersStateStream { offers.insert(.stateStream) }
-        self = offers
-    }
-}
-
 /// Per store: which lifecycle transitions the run drove, and which promises it could not judge
 /// and why.
 extension ResultsReport {
@@ -65,7 +42,8 @@ extension ResultsReport {
             if refused > 0 {
                 notJudged.append(
                     "\(refused) call(s) the store refused on its own right after sending three refreshes or more in 30 s of real "
-                        + "time: a refresh rate limit on real time, tripped by the rounds' compressed time (--pace 6s spaces them)")
+                        + "time: a refresh rate limit on real time, tripped by the rounds' compressed time (--pace 6s spaces them)"
+                )
             }
             promise(.persistence, "persistence I14–I17", [.crashRestart], "crash-restart")
             promise(.sharedStorage, "shared storage", [.sharedStorage, .replicas], "shared-storage")
@@ -81,11 +59,14 @@ extension ResultsReport {
     func coverage(markdown: Bool) -> String {
         let lines = coverageLines()
         guard !lines.isEmpty else { return "" }
-        var out = markdown ? "### Coverage\n\n" : "coverage (lifecycle transitions the scenarios drove; promises not judged):\n"
+        var out =
+            markdown
+            ? "### Coverage\n\n" : "coverage (lifecycle transitions the scenarios drove; promises not judged):\n"
         for line in lines {
             var text = "\(line.store): \(line.driven) of \(line.of) transitions"
             if !line.missing.isEmpty {
-                text += "; not driven: " + line.missing.prefix(4).map(\.description).joined(separator: ", ")
+                text +=
+                    "; not driven: " + line.missing.prefix(4).map(\.description).joined(separator: ", ")
                     + (line.missing.count > 4 ? ", and \(line.missing.count - 4) more" : "")
             }
             if !line.notJudged.isEmpty { text += "; not judged: " + line.notJudged.joined(separator: "; ") }

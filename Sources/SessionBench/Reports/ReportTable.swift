@@ -29,8 +29,12 @@ extension ResultsReport {
         switch result.verdict {
         case .pass: "pass"
         case .violated:
-            "FAIL " + result.violations.map(\.invariant).filter { id in !(result.known ?? []).contains { $0.invariant == id } }
-                .map(\.id).joined(separator: ",") + ((result.known ?? []).isEmpty ? "" : " (+\(result.known!.count) known)")
+            "FAIL "
+                + result.violations.map(\.invariant).filter { id in
+                    !(result.known ?? []).contains { $0.invariant == id }
+                }
+                .map(\.id).joined(separator: ",")
+                + ((result.known ?? []).isEmpty ? "" : " (+\(result.known!.count) known)")
         case .known: "known " + result.violations.map { $0.invariant.id }.joined(separator: ",")
         case .hung: "HUNG"
         case .crashed: "CRASHED"
@@ -160,7 +164,9 @@ extension ResultsReport {
         var lines: [String] = []
         let indent = markdown ? "  - " : "    "
         for result in results where result.verdict != .pass {
-            let which = result.store + " × " + result.scenario + (result.repeatIndex.map { ", pass \($0 + 1) (repeat \($0))" } ?? "")
+            let which =
+                result.store + " × " + result.scenario
+                + (result.repeatIndex.map { ", pass \($0 + 1) (repeat \($0))" } ?? "")
             let head = markdown ? "- **\(which)**" : which
             let known = result.known ?? []
             for violation in result.violations {
@@ -178,7 +184,9 @@ extension ResultsReport {
             if let failure = result.failure { lines.append("\(head): \(result.verdict.rawValue) — \(failure)") }
         }
         if let expectations {
-            lines += expectations.stale.map { (markdown ? "- " : "") + Expectations.describe($0, file: expectations.file) }
+            lines += expectations.stale.map {
+                (markdown ? "- " : "") + Expectations.describe($0, file: expectations.file)
+            }
         }
         guard !lines.isEmpty else { return "" }
         return (markdown ? "" : "problems:\n") + lines.map { markdown ? $0 : "  " + $0 }.joined(separator: "\n") + "\n"
@@ -232,50 +240,5 @@ extension ResultsReport {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
         }
         return notes
-    }
-}
-
-/// Number formatting for people.
-enum Format {
-    static func nanoseconds(_ value: Double) -> String {
-        switch value {
-        case ..<1_000: String(format: "%.0fns", value)
-        case ..<1_000_000: String(format: "%.1fµs", value / 1e3)
-        case ..<1_000_000_000: String(format: "%.1fms", value / 1e6)
-        default: String(format: "%.2fs", value / 1e9)
-        }
-    }
-
-    static func rate(_ value: Double) -> String {
-        switch value {
-        case ..<1_000: String(format: "%.0f", value)
-        case ..<1_000_000: String(format: "%.1fk", value / 1e3)
-        default: String(format: "%.2fM", value / 1e6)
-        }
-    }
-
-    /// Left-aligned columns separated by two spaces.
-    static func aligned(_ rows: [[String]]) -> String {
-        guard let width = rows.first?.count else { return "" }
-        let widths = (0..<width).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        }.joined(separator: "\n")
-    }
-}
-
-/// One-line descriptions of scenarios, for `list` and reports.
-public enum ScenarioText {
-    public static func summary(_ scenario: Scenario) -> String {
-        let what = ScenarioFamilies.family(of: scenario.kind).summary(scenario)
-        let size =
-            scenario.kind == .replicas
-            ? "\(scenario.tasks) callers × \(scenario.replicas ?? Scenario.defaultReplicas) replicas, "
-                + "\(scenario.rounds) events"
-            : scenario.isRoundBased
-                ? "\(scenario.tasks) callers × \(scenario.rounds) \(scenario.needsStorage ? "processes" : "rounds")"
-                : "\(scenario.tasks) callers"
-        return "\(what) (\(size))"
     }
 }

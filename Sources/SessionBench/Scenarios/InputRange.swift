@@ -84,6 +84,15 @@ public enum NumberText {
         guard rest.isEmpty, let value = Double(text), value.isFinite else { return nil }
         return value
     }
+
+    /// A value as short as it reads exactly: a whole number without a fraction, else two or
+    /// four decimals (`64`, `2.50`, `0.0010`).
+    public static func compact(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        if abs(value) >= 100 { return String(format: "%.0f", value) }
+        if abs(value) >= 1 { return String(format: "%.2f", value) }
+        return String(format: "%.4f", value)
+    }
 }
 
 /// A duration as written: a decimal number and a unit, `250us`, `500ms`, `2s`, `1.5m`, `1h`.

@@ -56,11 +56,12 @@ struct SessionStatesDriver: ContextDriver {
         let time = ManualTime()
         let server = TokenServer(configuration: scenario.serverConfiguration, clock: .manual(time))
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        let link = ServerLink(server, runner: runner)
+        let link = ServerLink(server, transport: runner.transport)
         defer { link.close() }
         let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
         guard let store = descriptor.make(configuration) as? any ObservableSessionStore else {
-            outcome.failure = "\(descriptor.name) does not implement ObservableSessionStore: it cannot run session-states"
+            outcome.failure =
+                "\(descriptor.name) does not implement ObservableSessionStore: it cannot run session-states"
             return nil
         }
         // The subscribers and, beside many, one more that takes 1 ms over each state (a busy UI):
@@ -140,32 +141,46 @@ struct StatesRun: ContextDriver {
     }
 
     mutating func play(round: Int, last: Bool, outcome: inout DriverOutcome) async -> Bool {
-        let store = self.store, time = self.time, lifetime = self.lifetime, calls = self.calls
-        let first = subjects[round % 2], other = subjects[(round + 1) % 2]
+        let store = self.store
+        let time = self.time
+        let lifetime = self.lifetime
+        let calls = self.calls
+        let first = subjects[round % 2]
+        let other = subjects[(round + 1) % 2]
         // Sign-in, expiry, 401.
         guard await signIn(first, event: "round \(round): sign-in", outcome: &outcome),
-            await change("round \(round): expiry", outcome: &outcome, { () async -> Change in
-                .token(await calls.call(.validToken, on: store, phase: "round \(round): expiry"))
-            }, before: { time.advance(by: lifetime) }),
+            await change(
+                "round \(round): expiry", outcome: &outcome,
+                { () async -> Change in
+                    .token(await calls.call(.validToken, on: store, phase: "round \(round): expiry"))
+                }, before: { time.advance(by: lifetime) }),
             await rejection("round \(round): 401", outcome: &outcome)
         else { return false }
         // A subscriber that joins mid-session hears the current state first (beside many: the
         // phase with one subscriber keeps that one alone).
         if timedObservers > 1 {
-            guard await lateSubscriber(event: "round \(round): a subscriber joins while signed in") else { return false }
+            guard await lateSubscriber(event: "round \(round): a subscriber joins while signed in") else {
+                return false
+            }
         }
         // Ten 401s back to back, no waiting for subscribers between them: only the last state counts.
         guard let token = current else { return false }
-        guard await change("round \(round): ten 401s back to back", outcome: &outcome, timed: false, { () async -> Change in
-            var latest = token
-            for _ in 0..<10 {
-                switch await calls.call(.tokenRejected(latest), on: store, kind: .rejection, phase: "round \(round): ten 401s") {
-                case .success(let token): latest = token
-                case .failure(let error): return .token(.failure(error))
-                }
-            }
-            return .token(.success(latest))
-        }) else { return false }
+        guard
+            await change(
+                "round \(round): ten 401s back to back", outcome: &outcome, timed: false,
+                { () async -> Change in
+                    var latest = token
+                    for _ in 0..<10 {
+                        switch await calls.call(
+                            .tokenRejected(latest), on: store, kind: .rejection, phase: "round \(round): ten 401s")
+                        {
+                        case .success(let token): latest = token
+                        case .failure(let error): return .token(.failure(error))
+                        }
+                    }
+                    return .token(.success(latest))
+                })
+        else { return false }
         // Sign-out while a refresh is in flight; the refresh lands after it.
         guard await signOutRacingRefresh(round: round, outcome: &outcome) else { return false }
         // Sign-in, then another user's sign-in with no sign-out between.
@@ -175,14 +190,23 @@ struct StatesRun: ContextDriver {
         // The server revokes the session; a 401 finds out.
         server.revokeSessions(of: first)
         guard let revokedToken = current else { return false }
-        guard await change("round \(round): revocation", outcome: &outcome, { () async -> Change in
-            .token(await calls.call(.tokenRejected(revokedToken), on: store, kind: .rejection, phase: "round \(round): revocation"))
-        }) else { return false }
+        guard
+            await change(
+                "round \(round): revocation", outcome: &outcome,
+                { () async -> Change in
+                    .token(
+                        await calls.call(
+                            .tokenRejected(revokedToken), on: store, kind: .rejection,
+                            phase: "round \(round): revocation"))
+                })
+        else { return false }
         if last {
-            return await change("round \(round): sign-out", outcome: &outcome, { () async -> Change in
-                await calls.signOut(store)
-                return .done
-            })
+            return await change(
+                "round \(round): sign-out", outcome: &outcome,
+                { () async -> Change in
+                    await calls.signOut(store)
+                    return .done
+                })
         }
         return true
     }
@@ -205,16 +229,20 @@ struct StatesRun: ContextDriver {
     }
 
     mutating func signIn(_ subject: Subject, event: String, outcome: inout DriverOutcome) async -> Bool {
-        let store = self.store, calls = self.calls
+        let store = self.store
+        let calls = self.calls
         return await change(event, outcome: &outcome) { () async -> Change in
-            do throws(SessionError) { try await calls.signIn(subject, on: store) } catch { return .token(.failure(error)) }
+            do throws(SessionError) { try await calls.signIn(subject, on: store) } catch {
+                return .token(.failure(error))
+            }
             return .token(await calls.call(.validToken, on: store, phase: event))
         }
     }
 
     mutating func rejection(_ event: String, outcome: inout DriverOutcome) async -> Bool {
         guard let token = current else { return false }
-        let store = self.store, calls = self.calls
+        let store = self.store
+        let calls = self.calls
         return await change(event, outcome: &outcome) { () async -> Change in
             .token(await calls.call(.tokenRejected(token), on: store, kind: .rejection, phase: event))
         }
@@ -225,16 +253,21 @@ struct StatesRun: ContextDriver {
         server.setContext(event)
         server.gate.hold()
         time.advance(by: lifetime)
-        let store = self.store, calls = self.calls
+        let store = self.store
+        let calls = self.calls
         let reader = Task { await calls.call(.validToken, on: store, kind: .refreshWait, phase: event) }
         let deadline = ContinuousClock.now + runner.hangTimeout
         while server.gate.waitingCount == 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(1))
         }
-        guard await change(event, outcome: &outcome, { () async -> Change in
-            await calls.signOut(store)
-            return .done
-        }) else {
+        guard
+            await change(
+                event, outcome: &outcome,
+                { () async -> Change in
+                    await calls.signOut(store)
+                    return .done
+                })
+        else {
             server.gate.release()
             return false
         }
@@ -254,7 +287,8 @@ struct StatesRun: ContextDriver {
     /// Runs `body` (the call that changes the state), then waits until every subscriber's latest
     /// state is the store's new one, timing each subscriber's lag from the call's start.
     mutating func change(
-        _ event: String, outcome: inout DriverOutcome, timed: Bool = true, _ body: @escaping @Sendable () async -> Change,
+        _ event: String, outcome: inout DriverOutcome, timed: Bool = true,
+        _ body: @escaping @Sendable () async -> Change,
         before: () -> Void = {}
     ) async -> Bool {
         server.setContext(event)

@@ -62,12 +62,12 @@ extension SharedStorageDriver {
             switch part.end {
             case .complete: continue
             case .unreachable(let why):
-                outcome.storageFailed(Self.unreachable(why))
+                outcome.storageFailed(SessionProcesses.unreachable(why))
             case .storageFailed:
                 break  // above
             case .timedOut:
                 if let why = databaseOutOfReach(directory) {
-                    outcome.storageFailed(Self.unreachable(why))
+                    outcome.storageFailed(SessionProcesses.unreachable(why))
                     break
                 }
                 let expected = instancesPerProcess * scenario.tasks
@@ -76,7 +76,8 @@ extension SharedStorageDriver {
                     operation: phase == "reads" ? .read : .rejection,
                     waitedSeconds: patience.secondsValue, phase: "session process \(index), \(phase)",
                     detail: "no word from session process \(index) for the hang timeout"
-                        + (backend.lockTimeout.map { " and the lock's timeout (\(InputRange.text($0.secondsValue)) s)" } ?? "")
+                        + (backend.lockTimeout.map { " and the lock's timeout (\(InputRange.text($0.secondsValue)) s)" }
+                            ?? "")
                         + " (\(phase))")
             case .closed:
                 outcome.failure =
@@ -92,9 +93,6 @@ extension SharedStorageDriver {
         }
         return true
     }
-
-    /// The run's failure when the database is out of reach.
-    static func unreachable(_ why: String) -> String { "database unreachable: \(why)" }
 
     /// How long a process may say nothing before it counts as hung: the hang timeout, and the
     /// storage lock's timeout on top, for a holder may wait that long on a stalled or dead holder's

@@ -68,7 +68,7 @@ struct SharedStorageDriver: ContextDriver {
         }
         secrets.note(grant)
         do throws(StorageError) { try backend.make(directory: directory).save(grant) } catch .unreachable(let why) {
-            outcome.storageFailed(Self.unreachable(why))
+            outcome.storageFailed(SessionProcesses.unreachable(why))
             return
         } catch {
             outcome.storageFailed("could not save the session to \(backend.name): \(error)")

@@ -41,7 +41,7 @@ struct SteadyDriver: ContextDriver {
         let clock = TokenClock.coarse
         let server = TokenServer(configuration: scenario.serverConfiguration, clock: clock)
         server.setContext("steady reads")
-        let link = ServerLink(server, runner: runner)
+        let link = ServerLink(server, transport: runner.transport)
         defer { link.close() }
         let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: clock)
         let store = descriptor.make(configuration)

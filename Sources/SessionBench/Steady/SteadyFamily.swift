@@ -6,11 +6,14 @@ import SessionOracle
 enum SteadyFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.steadyReads]
 
-    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { ScenarioFamilies.sessionInvariants }
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { sessionInvariants }
 
     static func summary(_ scenario: Scenario) -> String {
-        guard let interval = scenario.writeInterval else { return "callers read a long-lived token as fast as they can" }
-        return "callers read as fast as they can while a writer reports a 401 every \(Format.nanoseconds(Double(interval.nanosecondsClamped)))"
+        guard let interval = scenario.writeInterval else {
+            return "callers read a long-lived token as fast as they can"
+        }
+        return
+            "callers read as fast as they can while a writer reports a 401 every \(Format.nanoseconds(Double(interval.nanosecondsClamped)))"
     }
 
     static func headlineOperations(_ kind: Scenario.Kind) -> [OperationKind] { [.read, .rejection] }

@@ -38,7 +38,7 @@ struct StepUpDriver: ContextDriver {
         let server = TokenServer(configuration: serverConfiguration, clock: .manual(time))
         let user = SimulatedUser(server: server)
         let skew = min(Duration.seconds(1), stepUpLifetime / 4)
-        let link = ServerLink(server, runner: runner)
+        let link = ServerLink(server, transport: runner.transport)
         defer { link.close() }
         let configuration = SessionStoreConfiguration(
             endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew, authenticator: user)

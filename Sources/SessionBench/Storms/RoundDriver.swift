@@ -55,7 +55,7 @@ struct RoundDriver: ContextDriver {
         if scripted { serverConfiguration.faults = FaultModel(timeoutAfter: scenario.faults.timeoutAfter) }
         let server = TokenServer(configuration: serverConfiguration, clock: .manual(time))
         self.server = server
-        link = ServerLink(server, runner: runner)
+        link = ServerLink(server, transport: runner.transport)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
         let configuration = SessionStoreConfiguration(endpoint: link.endpoint, clock: .manual(time), refreshSkew: skew)
         contract = ContractJudge(skew: configuration.refreshSkew, paced: scenario.pace != nil)

@@ -9,7 +9,7 @@ enum StormFamily: ScenarioFamily {
         .scaleStorm,
     ]
 
-    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { ScenarioFamilies.sessionInvariants }
+    static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { sessionInvariants }
 
     static func summary(_ scenario: Scenario) -> String {
         switch scenario.kind {

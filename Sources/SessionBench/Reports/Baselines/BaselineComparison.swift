@@ -123,7 +123,8 @@ public struct BaselineComparison: Sendable, Codable {
         return Change(
             store: key.store, scenario: key.scenario, point: key.point, metric: metric.name, unit: metric.unit,
             better: metric.better, baselineMedian: before, currentMedian: after, change: change, p: p,
-            baselineSpread: spread(baseline), currentSpread: spread(current), baselineRepeats: baseline.count, currentRepeats: current.count, verdict: verdict)
+            baselineSpread: spread(baseline), currentSpread: spread(current), baselineRepeats: baseline.count,
+            currentRepeats: current.count, verdict: verdict)
     }
 
     /// (largest − smallest) / median; 0 for one value or a median of 0.

@@ -1,6 +1,7 @@
 import Foundation
 import SessionMeasurement
 import SessionOracle
+
 /// Everything one store × scenario run measured and found. Holds no token values or user ids.
 public struct ScenarioResult: Sendable, Codable {
     public enum Verdict: String, Sendable, Codable {
@@ -204,13 +205,6 @@ public struct ScenarioResult: Sendable, Codable {
     public var allocatedBytesPerOperation: Double? {
         guard let allocatedBytes, operations > 0 else { return nil }
         return Double(allocatedBytes) / Double(operations)
-    }
-
-    /// The latency summary of the scenario's main operation.
-    public var headlineLatency: LatencySummary? {
-        let preferred = ScenarioFamilies.family(of: kind).headlineOperations(kind)
-        for kind in preferred { if let summary = latencies.first(where: { $0.kind == kind }) { return summary } }
-        return latencies.first
     }
 }
 

@@ -22,7 +22,9 @@ public enum BaselineConditions {
         }
         let old = baseline.metadata
         let new = current.metadata
-        if old.cores != new.cores { refuse("the machine differs: \(old.cores) cores in the baseline, \(new.cores) now") }
+        if old.cores != new.cores {
+            refuse("the machine differs: \(old.cores) cores in the baseline, \(new.cores) now")
+        }
         switch (old.cpuModel, new.cpuModel) {
         case (let before?, let now?) where before != now:
             refuse("the machine differs: processor '\(shown(before))' in the baseline, '\(shown(now))' now")

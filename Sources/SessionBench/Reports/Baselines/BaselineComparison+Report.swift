@@ -61,7 +61,8 @@ extension BaselineComparison {
         out += "\(method).\n\n"
         if !rows.isEmpty {
             out += ResultsReport.markdownTable(
-                Array(Self.columns.dropLast()) + ["verdict"], rows.map { $0.map { $0.replacingOccurrences(of: "|", with: "\\|") } })
+                Array(Self.columns.dropLast()) + ["verdict"],
+                rows.map { $0.map { $0.replacingOccurrences(of: "|", with: "\\|") } })
         }
         out += "\(summary).\n\n"
         out += remarks.map { "- \($0)\n" }.joined()
@@ -70,7 +71,8 @@ extension BaselineComparison {
 
     static func percent(_ fraction: Double) -> String {
         let value = abs(fraction * 100)
-        let text = value >= 10 || value == value.rounded() ? String(format: "%.0f", value) : String(format: "%.1f", value)
+        let text =
+            value >= 10 || value == value.rounded() ? String(format: "%.0f", value) : String(format: "%.1f", value)
         return (fraction < 0 ? "-" : "") + text + "%"
     }
 

@@ -54,20 +54,9 @@ protocol ScenarioFamily: SendableMetatype {
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult
 }
 
-/// Every scenario family, and which one runs a kind.
-enum ScenarioFamilies {
-    static let all: [any ScenarioFamily.Type] = [
-        StormFamily.self, SteadyFamily.self, StepUpFamily.self, SessionStatesFamily.self, CrashRestartFamily.self,
-        SharedStorageFamily.self,
-    ]
-
-    static func family(of kind: Scenario.Kind) -> any ScenarioFamily.Type {
-        guard let family = all.first(where: { $0.kinds.contains(kind) }) else {
-            preconditionFailure("Internal inconsistency: no scenario family runs \(kind.rawValue)")
-        }
-        return family
-    }
-
+extension ScenarioFamily {
     /// The session invariants judged in the scenarios over one store: I1–I13, I15, I16, I26, I27.
-    static let sessionInvariants: [Invariant] = (Array(1...13) + [15, 16, 26, 27]).compactMap(Invariant.init(rawValue:))
+    static var sessionInvariants: [Invariant] {
+        (Array(1...13) + [15, 16, 26, 27]).compactMap(Invariant.init(rawValue:))
+    }
 }
