@@ -102,7 +102,8 @@ public struct SessionStoreCheck: Sendable {
                     findings.append(
                         SessionStoreFinding(
                             store: store.name, scenario: preset.name, seed: seed, invariant: nil,
-                            summary: "\(store.name) does not declare \(Self.needed(by: preset)), which \(preset.name) runs on",
+                            summary:
+                                "\(store.name) does not declare \(preset.requirement?.declaration ?? "?"), which \(preset.name) runs on",
                             trace: [], reproduce: nil))
                 }
                 continue
@@ -127,15 +128,6 @@ public struct SessionStoreCheck: Sendable {
                     reproduce: nil))
         }
         return (results, findings)
-    }
-
-    /// The declaration a store needs to run `scenario`.
-    static func needed(by scenario: Scenario) -> String {
-        switch scenario.kind {
-        case .stepUp: "step-up (offersStepUp)"
-        case .sessionStates: "a state stream (offersStateStream)"
-        default: scenario.sharesStorage ? "a shared storage (sharesStorage)" : "a saved session (persistsSession)"
-        }
     }
 
     /// The command that runs `result`'s scenario and seed again, alone, in the test `filter`
@@ -177,7 +169,9 @@ public struct SessionStoreFinding: Sendable, Equatable, CustomStringConvertible 
     /// The finding as a test issue says it: the invariant and what broke it, its events, and how
     /// to run it again.
     public var description: String {
-        var lines = ["\(invariant.map { "\($0.id) \($0.name)" } ?? "no verdict") — \(store) × \(scenario) (seed \(seed)): \(summary)"]
+        var lines = [
+            "\(invariant.map { "\($0.id) \($0.name)" } ?? "no verdict") — \(store) × \(scenario) (seed \(seed)): \(summary)"
+        ]
         lines += trace.map { "  \($0)" }
         if let reproduce { lines.append("reproduce: \(reproduce)") }
         return lines.joined(separator: "\n")

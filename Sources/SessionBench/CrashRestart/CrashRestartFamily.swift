@@ -7,6 +7,7 @@ import SessionStorage
 /// and started again (``CrashRestartDriver``).
 enum CrashRestartFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.crashRestart]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .savedSession }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
         [1, 2, 3, 7, 14, 15, 16, 17].compactMap(Invariant.init(rawValue:))

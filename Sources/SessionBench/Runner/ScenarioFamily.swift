@@ -38,6 +38,8 @@ extension ContextDriver {
 protocol ScenarioFamily: SendableMetatype {
     /// The kinds this family runs; each kind belongs to exactly one family.
     static var kinds: [Scenario.Kind] { get }
+    /// What a store must declare to run `kind`, or `nil` when every store runs it.
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement?
     /// The invariants a run of `kind` judges (see ``Scenario/Kind/judgedInvariants``).
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant]
     /// What happens in `scenario`, in a few words, for `list` and reports.

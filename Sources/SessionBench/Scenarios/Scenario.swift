@@ -130,15 +130,6 @@ public struct Scenario: Sendable, Hashable, Codable {
     /// stores that coordinate their refreshes through it: `StoreDescriptor.sharesStorage`).
     public var sharesStorage: Bool { kind == .sharedStorage || kind == .replicas }
 
-    /// Whether `store` runs this scenario: one over storage needs a store that persists its
-    /// session, and one that shares the storage needs a store that coordinates through it.
-    public func applies(to store: StoreDescriptor) -> Bool {
-        if kind == .stepUp { return store.offersStepUp }
-        if kind == .sessionStates { return store.offersStateStream }
-        if sharesStorage { return store.sharesStorage }
-        return !needsStorage || store.persistsSession
-    }
-
     /// Whether the scenario runs in synchronized rounds (a storm per round).
     public var isRoundBased: Bool { kind != .steadyReads }
 

@@ -5,6 +5,7 @@ import SessionOracle
 /// (``SessionStatesDriver``).
 enum SessionStatesFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.sessionStates]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .stateStream }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
         [1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 23, 24, 25, 26, 27].compactMap(Invariant.init(rawValue:))

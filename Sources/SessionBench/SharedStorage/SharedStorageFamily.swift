@@ -6,6 +6,7 @@ import SessionOracle
 /// or replica processes through a database (``SharedStorageDriver``).
 enum SharedStorageFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.sharedStorage, .replicas]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .sharedStorage }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
         [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16].compactMap(Invariant.init(rawValue:))

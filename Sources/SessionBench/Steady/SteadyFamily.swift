@@ -5,6 +5,7 @@ import SessionOracle
 /// synchronous read on OS threads beside them (``SteadyDriver``, ``SyncReadDriver``).
 enum SteadyFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.steadyReads]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { nil }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { sessionInvariants }
 

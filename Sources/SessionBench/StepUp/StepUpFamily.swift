@@ -5,6 +5,7 @@ import SessionOracle
 /// held open, denied, dismissed or expired (``StepUpDriver``).
 enum StepUpFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.stepUp]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .stepUp }
 
     /// The session's own calls there are judged by the contract's model too.
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {

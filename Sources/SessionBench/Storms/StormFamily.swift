@@ -8,6 +8,7 @@ enum StormFamily: ScenarioFamily {
         .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .flakyServer, .cancellationStorm, .family,
         .scaleStorm,
     ]
+    static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { nil }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] { sessionInvariants }
 

@@ -20,14 +20,13 @@ struct List: ParsableCommand {
         let width = column(stores.map(\.name), atLeast: 16)
         lines.append("stores:")
         for store in stores {
-            let marks = [
-                store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil,
-                store.persistsSession ? "storage" : nil, store.sharesStorage ? "shared storage" : nil,
-                store.offersStepUp ? "step-up" : nil, store.offersStateStream ? "state stream" : nil,
+            // What the store declares: each requirement a family's scenarios run on, marked
+            // as the family names it.
+            let marks =
+                [store.isReferenceBroken ? "reference-broken" : nil, store.offersSynchronousRead ? "sync read" : nil]
+                .compactMap { $0 } + StoreRequirement.required.filter { $0.isMet(by: store) }.map(\.mark)
                 // Declared, so its I6 findings are reported as known (docs/expectations.md).
-                store.refreshesUnconditionallyOn401 ? "declares: unconditional 401 refresh, I6 expected" : nil,
-            ]
-            .compactMap { $0 }
+                + (store.refreshesUnconditionallyOn401 ? ["declares: unconditional 401 refresh, I6 expected"] : [])
             let suffix = marks.isEmpty ? "" : "  [\(marks.joined(separator: ", "))]"
             lines.append("  \(padded(store.name, width)) \(store.summary)\(suffix)")
         }
@@ -36,7 +35,8 @@ struct List: ParsableCommand {
         for scenario in ScenarioCatalog.all {
             lines.append("  \(padded(scenario.name, scenarioWidth)) \(ScenarioText.summary(scenario))")
         }
-        lines.append("storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
+        lines.append(
+            "storage backends (crash-restart:NAME and shared-storage:NAME in a folder; replicas:NAME on a server):")
         // Every name whole, the left-out ones too: each is what a scenario name takes.
         let backendWidth = column(StorageBackendCatalog.all.map(\.name) + StorageBackendCatalog.leftOut.map(\.name))
         for backend in StorageBackendCatalog.all {
