@@ -199,3 +199,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The Swift-DocC plugin (`swift package generate-documentation`) builds the DocC catalogs of
+// SessionContract and SessionBenchTesting: scripts/docs asks for it with SESSION_BENCH_DOCC_PLUGIN=1.
+// Only then, so that a package depending on this one never fetches it (the Swift Package Index
+// adds the plugin itself when it builds documentation).
+if Context.environment["SESSION_BENCH_DOCC_PLUGIN"] != nil {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
