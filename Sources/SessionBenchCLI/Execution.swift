@@ -99,8 +99,10 @@ struct Execution {
             return await run(store: store, scenarios: scenarios, setup: setup, storageRoot: root, progress: progress)
         case .failure(let refusal):
             let others = scenarios.filter { !$0.needsStorage }
-            var ran = others.isEmpty
-                ? [] : await run(store: store, scenarios: others, setup: setup, storageRoot: nil, progress: progress)[...]
+            var ran =
+                others.isEmpty
+                ? []
+                : await run(store: store, scenarios: others, setup: setup, storageRoot: nil, progress: progress)[...]
             return scenarios.map { scenario in
                 guard scenario.needsStorage else { return ran.removeFirst() }
                 let result = IsolatedRun.failed(store, scenario, .error, refusal.description)
@@ -136,11 +138,9 @@ struct Execution {
     /// The in-process runner. A store that blocks every thread of the cooperative pool
     /// leaves nothing to run the rest: the verdict is printed and the process exits.
     private var runner: ScenarioRunner {
-        var runner = ScenarioRunner(hangTimeout: options.hangTimeout)
-        runner.sessionProcesses = ChildSessionLauncher()
-        // Checked when the options were read.
-        runner.transport = try? options.transport.resolved()
-        runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
+        // The transport was checked when the options were read.
+        var runner = ScenarioRunner.commandLine(
+            hangTimeout: options.hangTimeout, transport: try? options.transport.resolved())
         runner.onStarvation = { hung in
             let report = ResultsReport(results: [hung], metadata: .current(command: "compare --in-process"))
             print(report.table(), terminator: "")
@@ -202,5 +202,18 @@ enum Log {
     /// be written (closed, a full disk) loses the line: there is nowhere else to say so.
     static func progress(_ line: String) {
         _ = OutputWriter.writeAll(STDERR_FILENO, line + "\n")
+    }
+}
+
+extension ScenarioRunner {
+    /// The command line's runner, the same in `compare`'s own process and in each measuring
+    /// process (`run-store`): session processes started from this executable, stores reaching
+    /// the server over `transport`, and `replicas` served over HTTP where the build has it.
+    static func commandLine(hangTimeout: Duration, transport: (any EndpointTransport)?) -> ScenarioRunner {
+        var runner = ScenarioRunner(hangTimeout: hangTimeout)
+        runner.sessionProcesses = ChildSessionLauncher()
+        runner.transport = transport
+        runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
+        return runner
     }
 }

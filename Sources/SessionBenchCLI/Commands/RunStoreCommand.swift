@@ -28,10 +28,8 @@ struct RunStore: AsyncParsableCommand {
         for scenario in plan.scenarios {
             do { try scenario.validate() } catch { throw UsageError("run-store: \(error)") }
         }
-        var runner = ScenarioRunner(hangTimeout: plan.hangTimeout)
-        runner.sessionProcesses = ChildSessionLauncher()
-        runner.transport = try (plan.transport ?? .inProcess).resolved()
-        runner.network = HTTPAvailability.current?.transport as? any NetworkTransport
+        var runner = ScenarioRunner.commandLine(
+            hangTimeout: plan.hangTimeout, transport: try (plan.transport ?? .inProcess).resolved())
         for (index, scenario) in plan.scenarios.enumerated() {
             let rest = Array(plan.scenarios.dropFirst(index + 1))
             // A store that blocks every pool thread stops this process from running tasks: the
