@@ -161,8 +161,9 @@ let package = Package(
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
-                "SessionBench", "SessionBenchCLI", "SessionOracle", "SessionStores", "SessionStorage", "TokenServer",
-                "SessionContract", "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "CAllocationWindows",
+                "SessionBench", "SessionBenchCLI", "SessionBenchSelfTest", "SessionOracle", "SessionStores",
+                "SessionStorage", "TokenServer", "SessionContract", "SessionSync", "SessionBenchHTTP",
+                "SessionStoragePostgres", "CAllocationWindows",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
