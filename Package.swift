@@ -123,6 +123,11 @@ let package = Package(
             ],
             swiftSettings: imports
         ),
+        // Deliberately broken stores that check the tool itself (a crash, a hang, a known
+        // allocation count, bugs only `explore` reaches): the executable registers them when
+        // SESSION_BENCH_SELF_TEST_STORES=1 is set. No product: a user's package never links them.
+        .target(
+            name: "SessionBenchSelfTest", dependencies: ["SessionContract", "SessionStores"], swiftSettings: imports),
         // For a test target: the default scenarios on one store inside `swift test` (Swift Testing
         // or XCTest), each violation a test issue with the command that reproduces it.
         .target(
@@ -162,15 +167,16 @@ let package = Package(
         .executableTarget(
             name: "session-bench",
             dependencies: [
-                "SessionBenchCLI", "SessionBenchHTTP", "SessionBench", "SessionStoragePostgres", "SessionStorage",
+                "SessionBenchCLI", "SessionBenchSelfTest", "SessionBenchHTTP", "SessionBench", "SessionStoragePostgres",
+                "SessionStorage",
             ],
             swiftSettings: imports),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [
-                "SessionBench", "SessionBenchCLI", "SessionOracle", "SessionStores", "SessionStorage", "TokenServer",
-                "SessionContract", "SessionSync", "SessionBenchHTTP", "SessionStoragePostgres", "SessionMeasurement",
-                "CAllocationWindows",
+                "SessionBench", "SessionBenchCLI", "SessionBenchSelfTest", "SessionOracle", "SessionStores",
+                "SessionStorage", "TokenServer", "SessionContract", "SessionSync", "SessionBenchHTTP",
+                "SessionStoragePostgres", "SessionMeasurement", "CAllocationWindows",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

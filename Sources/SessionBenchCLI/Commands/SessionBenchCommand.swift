@@ -42,7 +42,6 @@ public struct SessionBenchCommand: AsyncParsableCommand {
     public static func main(arguments: [String], http: LoopbackHTTP? = nil) async -> Never {
         StandardDescriptors.reserve()
         if let http { HTTPAvailability.install(http) }
-        if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
         ProcessGuard.install()
         do {
             var command = try parseAsRoot(arguments)

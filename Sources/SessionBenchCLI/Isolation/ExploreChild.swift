@@ -45,7 +45,6 @@ public enum ExploreChild {
     public static func runIfChild(_ arguments: [String]) {
         guard arguments.first == command else { return }
         Lifeline.watch()
-        if SelfTestStores.enabled { StoreRegistry.register(SelfTestStores.all) }
         let options: ExploreOptions
         let plan: ExplorePlan
         do {

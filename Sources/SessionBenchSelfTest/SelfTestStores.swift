@@ -14,12 +14,15 @@ import Synchronization
 /// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT); one
 /// refreshes on every 401 and declares it, so its only findings are known; one fences its refresh
 /// by cancelling it, and a refresh past its cancellation check lands after the sign-out. They
-/// exist only when
-/// `SESSION_BENCH_SELF_TEST_STORES=1` is set, and are reference-broken (never run by default).
-enum SelfTestStores {
-    static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
+/// are reference-broken (never run by default), and none is in the SessionBenchCLI library: the
+/// `session-bench` executable hands them to the command line when
+/// `SESSION_BENCH_SELF_TEST_STORES=1` is set, in every process it starts (the measuring and
+/// exploring processes are the same executable, with the same environment).
+public enum SelfTestStores {
+    /// Whether `SESSION_BENCH_SELF_TEST_STORES=1` is set.
+    public static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
 
-    static let all: [StoreDescriptor] = [
+    public static let all: [StoreDescriptor] = [
         StoreDescriptor(
             name: "crashes-on-expiry", summary: "traps when a refresh is needed (self-test)", isReferenceBroken: true
         ) {
