@@ -15,6 +15,7 @@ public enum DocumentationTables {
         ("errors", "docs/contract.md", errors),
         ("csv-header", "docs/csv.md", csvHeader),
         ("csv-columns", "docs/csv.md", csvColumns),
+        ("table-columns", "docs/csv.md", tableColumns),
         ("metrics", "docs/gate.md", metrics),
     ]
 
@@ -49,6 +50,14 @@ public enum DocumentationTables {
     /// Every CSV column, in order, and what it holds (docs/csv.md).
     public static func csvColumns() -> String {
         table(header: ["column", "meaning"], rows: ResultsReport.csvTable.map { ["`\($0.name)`", $0.meaning] })
+    }
+
+    /// The terminal and Markdown tables' columns, and the CSV column whose figure each shows
+    /// (docs/csv.md).
+    public static func tableColumns() -> String {
+        table(
+            header: ["table", "column", "CSV column"],
+            rows: ReportColumns.tables.flatMap { table in table.columns.map { [table.name, $0.header, $0.csv] } })
     }
 
     /// Every metric a thresholds file may name: its unit, how it may be bounded, which way is better,

@@ -4,27 +4,6 @@ import SessionOracle
 
 /// Human-readable renderings: the terminal table and Markdown.
 extension ResultsReport {
-    static let columns = ["store", "verdict", "calls/s", "p50", "p99", "p99.9", "refresh/expiry", "allocs/op"]
-
-    func rows(for scenario: String) -> [[String]] {
-        let block = results.filter { $0.scenario == scenario }
-        // Runs of one store with different seeds (stress) are told apart by their seed.
-        let seedsVary = Set(block.map(\.seed)).count > 1
-        return block.map { result in
-            let latency = result.headlineLatency
-            return [
-                seedsVary ? "\(result.store), seed \(result.seed)" : result.store, Self.verdictText(result),
-                result.operations > 0 ? Format.rate(result.throughput) : "—",
-                latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
-                latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
-                latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—",
-                result.refreshesPerExpiry.map { String(format: "%.2f", $0) } ?? "—",
-                (result.allocationsPerOperation ?? result.storeAllocationsPerWaiter).map { String(format: "%.2f", $0) }
-                    ?? "n/a",
-            ]
-        }
-    }
-
     public static func verdictText(_ result: ScenarioResult) -> String {
         switch result.verdict {
         case .pass: "pass"
@@ -47,8 +26,6 @@ extension ResultsReport {
         results.map(\.scenario).firstSeen()
     }
 
-    static let syncColumns = ["store", "calls/s", "p50", "p99", "p99.9", "slowest/median caller", "of plain load"]
-
     /// The synchronous path's block: how many threads, and the plain-load floor beside it.
     func syncHeading(for scenario: String) -> String? {
         let figures = results.filter { $0.scenario == scenario }.compactMap(\.syncRead)
@@ -60,24 +37,6 @@ extension ResultsReport {
             floors.isEmpty
             ? "" : "; a plain load of a thread's own token: \(Format.rate(floors[floors.count / 2])) calls/s"
         return "currentToken() on \(count) OS threads at once\(floor)"
-    }
-
-    func syncRows(for scenario: String) -> [[String]] {
-        results.filter { $0.scenario == scenario }.compactMap { result in
-            guard let sync = result.syncRead else { return nil }
-            let latency = result.latencies.first { $0.kind == .syncRead }
-            let fairness =
-                sync.callerSpread.map { $0.median > 0 ? String(format: "%.2f", $0.minimum / $0.median) : "—" } ?? "—"
-            let share =
-                sync.plainLoadThroughput.map { $0 > 0 ? String(format: "%.0f%%", sync.throughput / $0 * 100) : "—" }
-                ?? "—"
-            return [
-                result.store, Format.rate(sync.throughput),
-                latency.map { Format.nanoseconds(Double($0.p50)) } ?? "—",
-                latency.map { Format.nanoseconds(Double($0.p99)) } ?? "—",
-                latency.map { Format.nanoseconds(Double($0.p999)) } ?? "—", fairness, share,
-            ]
-        }
     }
 
     /// What a scenario's block ran with: every run's callers and seed, not the first one's.
@@ -94,24 +53,9 @@ extension ResultsReport {
     public func table() -> String {
         let view = shown()
         var out = ""
-        for scenario in view.scenarioNames {
-            out += "\(scenario) — \(view.heading(for: scenario))\n"
-            out += Format.aligned([Self.columns] + view.rows(for: scenario)) + "\n"
-            if let sync = view.syncHeading(for: scenario) {
-                out += "\(scenario) · sync-read — \(sync)\n"
-                out += Format.aligned([Self.syncColumns] + view.syncRows(for: scenario)) + "\n"
-            }
-            if let writer = view.writerHeading(for: scenario) {
-                out += "\(scenario) · writer — \(writer)\n"
-                out += Format.aligned([Self.writerColumns] + view.writerRows(for: scenario)) + "\n"
-            }
-            if let storage = view.storageHeading(for: scenario) {
-                out += "\(scenario) · storage — \(storage)\n"
-                out += Format.aligned([view.storageColumns(for: scenario)] + view.storageRows(for: scenario)) + "\n"
-            }
-        }
-        if let transport = view.transportHeading() {
-            out += "\(transport)\n" + Format.aligned([Self.transportColumns] + view.transportRows()) + "\n"
+        for block in view.blocks() {
+            out += block.title.map { "\($0) — \(block.heading)\n" } ?? "\(block.heading)\n"
+            out += Format.aligned([block.header] + block.rows) + "\n"
         }
         out += problems(markdown: false)
         out += view.coverage(markdown: false)
@@ -124,24 +68,13 @@ extension ResultsReport {
     public func markdown() -> String {
         let view = shown()
         var out = ""
-        for scenario in view.scenarioNames {
-            out += "### \(scenario)\n\n\(view.heading(for: scenario))\n\n"
-            out += Self.markdownTable(Self.columns, view.rows(for: scenario))
-            if let sync = view.syncHeading(for: scenario) {
-                out += "#### \(scenario) · sync-read\n\n\(sync)\n\n"
-                out += Self.markdownTable(Self.syncColumns, view.syncRows(for: scenario))
+        for block in view.blocks() {
+            if let title = block.title {
+                out += "\(block.isAspect ? "####" : "###") \(title)\n\n\(block.heading)\n\n"
+            } else {
+                out += "### \(block.heading)\n\n"
             }
-            if let writer = view.writerHeading(for: scenario) {
-                out += "#### \(scenario) · writer\n\n\(writer)\n\n"
-                out += Self.markdownTable(Self.writerColumns, view.writerRows(for: scenario))
-            }
-            if let storage = view.storageHeading(for: scenario) {
-                out += "#### \(scenario) · storage\n\n\(storage)\n\n"
-                out += Self.markdownTable(view.storageColumns(for: scenario), view.storageRows(for: scenario))
-            }
-        }
-        if let transport = view.transportHeading() {
-            out += "### \(transport)\n\n" + Self.markdownTable(Self.transportColumns, view.transportRows())
+            out += Self.markdownTable(block.header, block.rows)
         }
         let problems = problems(markdown: true)
         if !problems.isEmpty { out += "### Problems\n\n" + problems + "\n" }
