@@ -223,7 +223,7 @@ package enum StormJudge {
 
     /// I6: a 401 for a token older than the current one reaches no server, and is answered with
     /// the current token.
-    static func staleRejections(_ stale: StormRound.StaleRejections, round: Int) -> [Finding] {
+    package static func staleRejections(_ stale: StormRound.StaleRejections, round: Int) -> [Finding] {
         var findings: [Finding] = []
         if stale.refreshCalls > 0 {
             findings.append(

@@ -11,9 +11,11 @@ struct ExploreReport {
     init(plan: ExplorePlan) { self.plan = plan }
 
     var heading: String {
-        let what = plan.replay.map { "replaying a \($0.strategy.rawValue) schedule of seed \($0.seed)" }
+        let what =
+            plan.replay.map { "replaying a \($0.strategy.rawValue) schedule of seed \($0.seed)" }
             ?? (plan.strategy == .pct ? "PCT, depth \(plan.depth)" : "random walk") + ", seed \(plan.seed)"
-        return "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) expiries, \(what)"
+        return
+            "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) \(plan.scenario.kind == .rejectionStorm ? "401 storms" : "expiries"), \(what)"
     }
 
     mutating func add(store: String, _ outcome: ExploreChild.Outcome) { rows.append((store, outcome)) }
@@ -47,12 +49,15 @@ struct ExploreReport {
                 let outcome = row.outcome
                 let rate = outcome.seconds > 0 ? Self.rate(Double(outcome.schedules) / outcome.seconds) : "—"
                 return [
-                    row.store, verdict(outcome), String(outcome.schedules), outcome.failingAt.map { "#\($0)" } ?? "—", rate,
+                    row.store, verdict(outcome), String(outcome.schedules), outcome.failingAt.map { "#\($0)" } ?? "—",
+                    rate,
                 ]
             }
         let widths = table[0].indices.map { column in table.map { $0[column].count }.max() ?? 0 }
         for row in table {
-            let cells = row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+            let cells = row.enumerated().map {
+                $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0)
+            }
             lines.append(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
         for row in rows {
@@ -68,7 +73,9 @@ struct ExploreReport {
             guard !outcome.violations.isEmpty else {
                 // A replay says what it did, pass or not.
                 if plan.replay != nil {
-                    if outcome.problem == nil, let end = outcome.end { lines.append("\(row.store): the schedule \(end)") }
+                    if outcome.problem == nil, let end = outcome.end {
+                        lines.append("\(row.store): the schedule \(end)")
+                    }
                     if let digest = outcome.digest { lines.append("  ledger digest: \(digest)") }
                 }
                 continue
@@ -93,8 +100,10 @@ struct ExploreReport {
     /// `, 11 tasks, 2 preemptions (shrunk from 9 preemptions and 61 steps, 40 schedules tried)`.
     static func preemptions(_ outcome: ExploreChild.Outcome) -> String {
         guard let preemptions = outcome.preemptions else { return "" }
-        let counted = (outcome.tasks.map { ", \($0) tasks" } ?? "") + ", \(preemptions) preemption\(preemptions == 1 ? "" : "s")"
-        guard let found = outcome.foundPreemptions, let steps = outcome.foundSteps, let tried = outcome.shrinkTried else {
+        let counted =
+            (outcome.tasks.map { ", \($0) tasks" } ?? "") + ", \(preemptions) preemption\(preemptions == 1 ? "" : "s")"
+        guard let found = outcome.foundPreemptions, let steps = outcome.foundSteps, let tried = outcome.shrinkTried
+        else {
             return counted
         }
         return counted + " (shrunk from \(found) preemption\(found == 1 ? "" : "s") and \(steps) steps, "
