@@ -23,12 +23,15 @@ final class CallLog: Sendable {
     /// The calls recorded so far, in the order they returned.
     var calls: [ObservedCall] { recorded.withLock(visibleTo: self) { $0.calls } }
 
-    /// Makes `request` on `store` and records it.
+    /// Makes `request` on `store` and records it; `cancelled`: the calling task is cancelled at some
+    /// point (before, during or after the call), so a `cancelled` answer is its due.
     func call(
-        _ request: StoreCall, on store: any SessionStore, caller: Int = -1, kind: OperationKind = .read, phase: String
+        _ request: StoreCall, on store: any SessionStore, caller: Int = -1, kind: OperationKind = .read, phase: String,
+        cancelled: Bool = false
     ) async -> Result<AccessToken, SessionError> {
         let (call, token) = await request.perform(
-            on: store, caller: caller, account: 0, kind: kind, phase: phase, clock: clock, subjects: subjects)
+            on: store, caller: caller, account: 0, kind: kind, phase: phase, clock: clock, subjects: subjects,
+            cancelled: cancelled)
         recorded.withLock(visibleTo: self) { $0.calls.append(call) }
         if let token { return .success(token) }
         return .failure(call.error ?? .signedOut)

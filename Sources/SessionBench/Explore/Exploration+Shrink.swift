@@ -36,7 +36,9 @@ extension Exploration {
         // A candidate that runs far longer than the failure did is not the same failure (the
         // default choice keeps a spinning task going): cut it short, unless the failure is that.
         let limit =
-            if case .stepLimit = failing.end { stepLimit } else { min(stepLimit, max(1_000, 4 * failing.schedule.choices.count)) }
+            if case .stepLimit = failing.end { stepLimit } else {
+                min(stepLimit, max(1_000, 4 * failing.schedule.choices.count))
+            }
         var tried = 0
         func attempt(_ overrides: Overrides, keeping: Bool = false) -> (run: Run, observer: StepObserver, same: Bool) {
             var chooser = Recording(Guided(overrides: overrides, keepingPreemptible: keeping))
@@ -58,8 +60,9 @@ extension Exploration {
                 var fewer = observed.overrides
                 fewer[point] = nil
                 let (candidate, observer, same) = attempt(fewer)
-                guard same, (observer.preemptions, observer.overrides.count)
-                    < (observed.preemptions, observed.overrides.count)
+                guard same,
+                    (observer.preemptions, observer.overrides.count)
+                        < (observed.preemptions, observed.overrides.count)
                 else { continue }
                 (shrunk.run, observed) = (candidate, observer)
                 changed = true

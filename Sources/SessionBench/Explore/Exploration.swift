@@ -17,7 +17,9 @@ import TokenServer
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
-    public static let scenarios: Set<Scenario.Kind> = [.expiryStorm, .rejectionStorm, .signOutRace, .userSwitch]
+    public static let scenarios: Set<Scenario.Kind> = [
+        .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm,
+    ]
 
     public var store: StoreDescriptor
     public var scenario: Scenario
@@ -163,6 +165,7 @@ public struct Exploration: Sendable {
                     case .signOutRace: await Self.fenceRounds(store, scenario, switching: false)
                     case .userSwitch: await Self.fenceRounds(store, scenario, switching: true)
                     case .rejectionStorm: await Self.rejectionRounds(store, scenario)
+                    case .cancellationStorm: await Self.cancellationRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

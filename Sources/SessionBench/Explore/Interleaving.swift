@@ -76,8 +76,10 @@ extension Exploration.Run {
                 case .error(let error): "← \(error)"
                 case .none: "← nil"
                 }
-            events.append(Event(nanos: call.startedNanos, order: 2 * order, caller: call.caller, phase: call.phase, text: asked))
-            events.append(Event(nanos: call.endedNanos, order: 2 * order + 1, caller: call.caller, phase: call.phase, text: got))
+            events.append(
+                Event(nanos: call.startedNanos, order: 2 * order, caller: call.caller, phase: call.phase, text: asked))
+            events.append(
+                Event(nanos: call.endedNanos, order: 2 * order + 1, caller: call.caller, phase: call.phase, text: got))
         }
         for entry in trace.entries {
             let presented = entry.presentedGeneration.map { " g\($0)" } ?? ""

@@ -131,7 +131,8 @@ public struct ScheduleText: Sendable, Hashable, CustomStringConvertible {
     /// Reads a schedule string; `nil` names nothing wrong, so the caller says what was expected.
     public init?(_ text: String) {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard fields.count == 4, fields[0] == Self.version, let strategy = ScheduleStrategy(rawValue: String(fields[1])),
+        guard fields.count == 4, fields[0] == Self.version,
+            let strategy = ScheduleStrategy(rawValue: String(fields[1])),
             let seed = NumberText.unsigned(String(fields[2]))
         else { return nil }
         var choices: [Int] = []

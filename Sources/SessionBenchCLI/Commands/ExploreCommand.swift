@@ -50,7 +50,11 @@ struct ExploreOptions: ParsableArguments {
     @Flag(name: .long, help: "With no --stores: the reference-broken stores too.")
     var includeBroken = false
 
-    @Option(name: .long, help: "The scenario: expiry-storm, 401-storm, sign-out-race or user-switch (default: expiry-storm).")
+    @Option(
+        name: .long,
+        help:
+            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch or cancellation-storm (default: expiry-storm)."
+    )
     var scenario = "expiry-storm"
 
     @Option(

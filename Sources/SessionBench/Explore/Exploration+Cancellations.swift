@@ -1,0 +1,46 @@
+import SessionContract
+import SessionOracle
+import TokenServer
+
+extension Exploration {
+    /// The rounds of `cancellation-storm`: one user signs in; each round the token expires, every
+    /// caller asks for a token, and one more task cancels some of them at a point the schedule
+    /// picks — before a caller asked, while it waits on the refresh, after it was answered. The first
+    /// round of three cancels callers 0 and 2 (whichever of them started the refresh), the second
+    /// every caller, the third caller 1; then one caller asks again, and must get a token. Judged:
+    /// the contract's model over every call (`cancelled` only for a cancelled caller, I11; every
+    /// other caller a valid token from a healthy server), the ledger, and no hang (a refresh a
+    /// cancellation left stuck is a deadlock here).
+    static func cancellationRounds(
+        _ descriptor: StoreDescriptor, _ scenario: Scenario
+    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+        let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
+        let (time, server, store, log) = (world.time, world.server, world.store, world.log)
+        guard await world.signIn() else { return world.judged(digested: false) }
+        for round in 0..<scenario.rounds {
+            time.advance(by: scenario.tokenLifetime)
+            let cancel: Set<Int> =
+                round % 3 == 1 ? Set(0..<scenario.tasks) : round % 3 == 0 ? [0, 2] : [1]
+            server.setContext("round \(round)")
+            let callers = (0..<scenario.tasks).map { caller in
+                Task {
+                    _ = await log.call(
+                        .validToken, on: store, caller: caller, kind: .refreshWait, phase: "round \(round)",
+                        cancelled: cancel.contains(caller))
+                }
+            }
+            let canceller = Task {
+                for caller in cancel.sorted() where callers.indices.contains(caller) { callers[caller].cancel() }
+            }
+            await canceller.value
+            for caller in callers { await caller.value }
+            server.setContext("round \(round) after the cancellations")
+            _ = await log.call(
+                .validToken, on: store, caller: scenario.tasks, kind: .refreshWait,
+                phase: "round \(round) after the cancellations")
+        }
+        server.setContext("sign-out")
+        await log.signOut(store)
+        return world.judged()
+    }
+}
