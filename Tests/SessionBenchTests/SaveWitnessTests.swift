@@ -1,5 +1,6 @@
 import Foundation
 import SessionContract
+import SessionOracle
 import Synchronization
 import Testing
 
