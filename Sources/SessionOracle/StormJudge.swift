@@ -10,8 +10,9 @@ package struct StormRound: Sendable {
     /// One thing the driver saw of a storm.
     package enum Observation: Sendable {
         /// One account's refresh calls for one storm (`what`: "expiry", "401 storm"), with when
-        /// the held refresh was released. `staleAfterSuccess`: every 401 of the storm was for the
-        /// token the first refresh replaced.
+        /// the held refresh was released. `staleAfterSuccess`: the storm's 401s were for the token
+        /// the first refresh replaced (or an older one), so a refresh sent after it succeeded is
+        /// a 401 refreshing for a replaced token.
         case refreshes(attempts: [LedgerEntry], what: String, released: Int64?, staleAfterSuccess: Bool)
         /// The calls of one account that met its storm, and the storm's refresh calls.
         case waiters([ObservedCall], attempts: [LedgerEntry])

@@ -6,8 +6,9 @@ extension Exploration {
     /// The rounds of `cancellation-storm`: one user signs in; each round the token expires, every
     /// caller asks for a token, and one more task cancels some of them at a point the schedule
     /// picks — before a caller asked, while it waits on the refresh, after it was answered. The first
-    /// round of three cancels callers 0 and 2 (whichever of them started the refresh), the second
-    /// every caller, the third caller 1; then one caller asks again, and must get a token. Judged:
+    /// round of three cancels callers 0 and 2 (the schedule decides whether either started the
+    /// refresh), the second every caller, the third (`--rounds 3` or more) caller 1, each cancel
+    /// from a task of its own, so another job may run between two of them; then one caller asks again, and must get a token. Judged:
     /// the contract's model over every call (`cancelled` only for a cancelled caller, I11; every
     /// other caller a valid token from a healthy server), the ledger, and no hang (a refresh a
     /// cancellation left stuck is a deadlock here).
@@ -29,10 +30,10 @@ extension Exploration {
                         cancelled: cancel.contains(caller))
                 }
             }
-            let canceller = Task {
-                for caller in cancel.sorted() where callers.indices.contains(caller) { callers[caller].cancel() }
+            let cancellers = cancel.sorted().filter(callers.indices.contains).map { caller in
+                Task { callers[caller].cancel() }
             }
-            await canceller.value
+            for canceller in cancellers { await canceller.value }
             for caller in callers { await caller.value }
             server.setContext("round \(round) after the cancellations")
             _ = await log.call(

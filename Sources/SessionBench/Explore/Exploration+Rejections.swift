@@ -4,10 +4,11 @@ import TokenServer
 
 extension Exploration {
     /// The rounds of `401-storm`: one user signs in and a caller reads the token. Each round
-    /// every caller reports a 401 for the token last handed out — a caller in four for the one
-    /// before it, whose 401 joins the refresh — and on odd rounds the token has also expired and
-    /// odd callers read it instead, so a store's two refresh paths meet; then a few callers report
-    /// 401s for the token the storm replaced, which must not reach the server. Judged: one refresh
+    /// every caller reports a 401 for the token last handed out — from the second round, a caller
+    /// in four (2, 6, …) for the one before it, which a store may answer at once or let join the
+    /// refresh, never refresh for — and on odd rounds the token has also expired and odd callers
+    /// read it instead, so a store's two refresh paths meet; then a few callers report 401s for
+    /// the token the storm replaced, which must not reach the server. Judged: one refresh
     /// per storm (I1; I6 when a 401 for the replaced token refreshed again), the stale 401s (none
     /// reaches the server, each gets the current token), the contract's model over every call and
     /// sign-in, and the ledger.
@@ -32,7 +33,7 @@ extension Exploration {
                 for caller in 0..<scenario.tasks {
                     let reads = racing && caller % 2 == 1
                     let request: StoreCall =
-                        reads ? .validToken : .tokenRejected(caller % 4 == 3 ? stale ?? rejected : rejected)
+                        reads ? .validToken : .tokenRejected(caller % 4 == 2 ? stale ?? rejected : rejected)
                     group.addTask {
                         try? await log.call(
                             request, on: store, caller: caller, kind: reads ? .refreshWait : .rejection,

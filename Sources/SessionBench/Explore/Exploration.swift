@@ -10,8 +10,9 @@ import TokenServer
 /// token clock's, moved by the driver, and every `Task.sleep` is one more choice: a run of many
 /// expiries takes microseconds.
 ///
-/// Covered: round-based storms of expiries (`expiry-storm`), and expiries met by a sign-out or a
-/// user switch at a point the schedule picks (`sign-out-race`, `user-switch`); stores whose work runs as tasks,
+/// Covered: round-based storms of expiries (`expiry-storm`) and of 401s (`401-storm`), expiries
+/// met by a sign-out or a user switch (`sign-out-race`, `user-switch`) or by cancellations
+/// (`cancellation-storm`) at a point the schedule picks; stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
