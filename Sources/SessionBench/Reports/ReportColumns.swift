@@ -255,11 +255,9 @@ extension ResultsReport {
             }
             if let storage = storageHeading(for: scenario) {
                 let stored = rows.filter { $0.result.persistence != nil }
-                let columns =
-                    block.contains { $0.kind == .replicas }
-                    ? ReportColumns.replicas
-                    : block.contains { $0.kind == .sharedStorage } ? ReportColumns.sharedStorage : ReportColumns.storage
-                add("\(scenario) · storage", aspect: true, storage, ReportColumns.render(columns, stored))
+                add(
+                    "\(scenario) · storage", aspect: true, storage,
+                    ReportColumns.render(storageColumns(for: scenario), stored))
             }
         }
         if let transport = transportHeading() {

@@ -5,6 +5,12 @@ import SessionOracle
 /// The block scenarios over storage add under their table: how sessions fared across
 /// restarts, what each backend leaves on disk, and what a save costs.
 extension ResultsReport {
+    /// The storage block's columns: `replicas`', `shared-storage`'s or `crash-restart`'s.
+    func storageColumns(for scenario: String) -> [ReportColumn<ReportRow>] {
+        if isReplicas(scenario) { return ReportColumns.replicas }
+        return isShared(scenario) ? ReportColumns.sharedStorage : ReportColumns.storage
+    }
+
     private func isShared(_ scenario: String) -> Bool {
         results.contains { $0.scenario == scenario && $0.kind == .sharedStorage }
     }
