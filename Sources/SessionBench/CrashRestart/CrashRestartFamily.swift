@@ -8,9 +8,15 @@ import SessionStorage
 enum CrashRestartFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.crashRestart]
     static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .savedSession }
+    static let promise: String? = "persistence I14–I17"
+
+    static func notes(ran: Set<Scenario.Kind>) -> [String] {
+        guard ran.contains(.crashRestart) else { return [] }
+        return ["crash-restart's p50/p99 are of the storage's saves (fsync included): what a backend adds to a refresh"]
+    }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
-        [1, 2, 3, 7, 14, 15, 16, 17].compactMap(Invariant.init(rawValue:))
+        [.singleFlight, .sameOutcome, .noHang, .noReuse, .restorable, .durableRotation, .signOutDurable, .sealedAtRest]
     }
 
     static func summary(_ scenario: Scenario) -> String {

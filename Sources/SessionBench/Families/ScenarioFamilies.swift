@@ -1,10 +1,11 @@
 import SessionOracle
 
-/// Every scenario family, and which one runs a kind.
+/// Every scenario family, and which one runs a kind. Their order is the order of their own CSV
+/// columns and of their promises in the report's coverage block.
 enum ScenarioFamilies {
     static let all: [any ScenarioFamily.Type] = [
-        StormFamily.self, SteadyFamily.self, StepUpFamily.self, SessionStatesFamily.self, CrashRestartFamily.self,
-        SharedStorageFamily.self,
+        StormFamily.self, SteadyFamily.self, CrashRestartFamily.self, SharedStorageFamily.self, StepUpFamily.self,
+        SessionStatesFamily.self,
     ]
 
     static func family(of kind: Scenario.Kind) -> any ScenarioFamily.Type {

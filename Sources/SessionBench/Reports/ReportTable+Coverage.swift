@@ -45,10 +45,12 @@ extension ResultsReport {
                         + "time: a refresh rate limit on real time, tripped by the rounds' compressed time (--pace 6s spaces them)"
                 )
             }
-            promise(.persistence, "persistence I14–I17", [.crashRestart], "crash-restart")
-            promise(.sharedStorage, "shared storage", [.sharedStorage, .replicas], "shared-storage")
-            promise(.stepUp, "step-up I18–I22", [.stepUp], "step-up")
-            promise(.stateStream, "state stream I23–I25", [.sessionStates], "session-states")
+            for family in ScenarioFamilies.all {
+                guard let what = family.promise, let kind = family.kinds.first,
+                    let requirement = family.requirement(kind)
+                else { continue }
+                promise(requirement.offer, what, family.kinds, kind.rawValue)
+            }
             return CoverageLine(
                 store: store, driven: expected.count - missing.count, of: expected.count, missing: missing,
                 notJudged: notJudged)

@@ -155,20 +155,8 @@ extension ResultsReport {
                 notes.append("allocs/op is \(StormFamily.allocationNote)")
             }
         }
-        if results.contains(where: { $0.kind == .crashRestart }) {
-            notes.append(
-                "crash-restart's p50/p99 are of the storage's saves (fsync included): what a backend adds to a refresh")
-        }
-        if results.contains(where: { $0.kind == .sharedStorage }) {
-            notes.append(
-                "shared-storage's p50/p99 are of the 401 storms' callers, across processes: the wait for the one "
-                    + "refresh, the storage's lock and its save included")
-        }
-        if results.contains(where: { $0.kind == .replicas }) {
-            notes.append(
-                "replicas' p50/p99 are of the expiries' callers, across replica processes: the wait for the one "
-                    + "refresh, the database lock and the save included")
-        }
+        let ran = Set(results.map(\.kind))
+        notes += ScenarioFamilies.all.flatMap { $0.notes(ran: ran) }
         if results.contains(where: { $0.kind != .steadyReads && $0.persistence == nil }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
         }

@@ -4,56 +4,17 @@ import SessionOracle
 
 /// The CSV export: one row per store × scenario × operation kind.
 extension ResultsReport {
-    /// Where a row's fields come from: a result and one operation's latencies (`nil` when
-    /// nothing was measured, e.g. a crashed store).
-    struct CSVRow {
-        let result: ScenarioResult
-        let latency: LatencySummary?
-
-        /// A sync-read row counts the synchronous loop's calls, time and callers.
-        var sync: SyncReadFigures? { latency?.kind.besideThreads == true ? result.syncRead : nil }
-        var spread: ThroughputSpread? {
-            sync != nil ? sync?.callerSpread : (latency?.kind == .read ? result.callerSpread : nil)
-        }
-
-        func latency(_ figure: (LatencySummary) -> UInt64) -> String { latency.map { "\(figure($0))" } ?? "" }
-        /// A count from the storage figures, empty outside scenarios over storage.
-        func persisted(_ figure: (PersistenceFigures) -> Int) -> String {
-            result.persistence.map { "\(figure($0))" } ?? ""
-        }
-    }
-
-    /// One column: its name, what it holds (one Markdown line: docs/csv.md's column table is generated
-    /// from it) and how a row fills it.
-    struct CSVColumn: Sendable {
-        let name: String
-        let meaning: String
-        let value: @Sendable (CSVRow) -> String
-
-        init(_ name: String, _ meaning: String, value: @escaping @Sendable (CSVRow) -> String) {
-            self.name = name
-            self.meaning = meaning
-            self.value = value
-        }
-
-        /// A metric's column: its name, meaning and figure for the row's operation (``Metric``).
-        init(_ metric: Metric) {
-            self.init(metric.name, metric.meaning) { row in
-                ResultsReport.optional(
-                    metric.figure(MetricSource(result: row.result, operation: row.latency?.kind)), metric.decimals)
-            }
-        }
-    }
-
-    /// Every column, in order: those placed below, then any ``Metric`` not placed (a new metric's column
-    /// comes with its entry). A column is added here or in `Metric.all`, and nowhere else in the code;
-    /// its meaning is written beside it, so the documentation cannot leave one out.
+    /// Every column, in order: the shared ones placed below, each family's own (``ScenarioFamily/columns``,
+    /// in ``ScenarioFamilies/all``'s order), the transport's, then any ``Metric`` not placed (a new metric's
+    /// column comes with its entry). A column is added here, in its family or in `Metric.all`, and nowhere
+    /// else in the code; its meaning is written beside it, so the documentation cannot leave one out.
     static let csvTable: [CSVColumn] = {
+        let placedColumns = sharedColumns + ScenarioFamilies.all.flatMap { $0.columns } + transportColumns
         let placed = Set(placedColumns.map(\.name))
         return placedColumns + Metric.all.filter { !placed.contains($0.name) }.map(CSVColumn.init)
     }()
 
-    private static let placedColumns: [CSVColumn] = [
+    private static let sharedColumns: [CSVColumn] = [
         CSVColumn(
             "schema_version",
             "`\(csvSchemaVersion)`; bumped whenever a column is added, removed, renamed or changes meaning",
@@ -190,7 +151,8 @@ extension ResultsReport {
             """,
             value: { optional($0.result.syncRead?.plainLoadThroughput, 1) }),
         CSVColumn(
-            "sync_threads", "OS threads of the synchronous loop (the scenario's callers, at most 256, or `--sync-threads`)",
+            "sync_threads",
+            "OS threads of the synchronous loop (the scenario's callers, at most 256, or `--sync-threads`)",
             value: { $0.result.syncRead.map { "\($0.threads)" } ?? "" }),
         CSVColumn(
             "sync_misses", "`sync-read` rows: calls where `currentToken()` answered `nil`",
@@ -217,93 +179,10 @@ extension ResultsReport {
             same harness path
             """,
             value: { optional($0.result.callerAllocationsPerWaiter, 3) }),
-        // Scenarios over storage (crash-restart, shared-storage); empty elsewhere.
-        CSVColumn(
-            "storage",
-            """
-            scenarios over storage: the backend (`json-file`, `encrypted-file`, …); this and the columns below are \
-            empty elsewhere
-            """,
-            value: { $0.result.persistence?.backend ?? "" }),
-        CSVColumn(
-            "reuse_grace_s", "the server's reuse grace window in seconds (0: any reuse revokes the session)",
-            value: { optional($0.result.persistence?.reuseGraceSeconds, 3) }),
-        CSVColumn(
-            "processes",
-            """
-            session processes started (`shared-storage`: its 2 processes, with 0 `crashes` and the restart columns \
-            0; its figure is `refreshes_per_expiry`, refresh calls per 401 storm or expiry across all 4 holders)
-            """,
-            value: { $0.persisted(\.processes) }),
-        CSVColumn(
-            "crashes", "of `processes`: how many were killed or cut short rather than exiting cleanly",
-            value: { $0.persisted(\.crashes) }),
-        CSVColumn(
-            "restarts", "restarts over a session that was live when its process ended",
-            value: { $0.persisted(\.restarts) }),
-        CSVColumn("restarts_survived", "of `restarts`: the session went on") { $0.persisted(\.survived) },
-        CSVColumn(
-            "restarts_ended_by_reuse", "of `restarts`: the server refused the restored refresh token as a reuse",
-            value: { $0.persisted(\.endedByReuse) }),
-        CSVColumn(
-            "rotations_lost_in_flight",
-            """
-            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
-            point `in-flight` (none was handed to a caller: that would be I15)
-            """,
-            value: { $0.persisted { $0.rotationsLost(.inFlight) } }),
-        CSVColumn(
-            "rotations_lost_before_save",
-            """
-            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
-            point `before-save`
-            """,
-            value: { $0.persisted { $0.rotationsLost(.beforeSave) } }),
-        CSVColumn(
-            "rotations_lost_mid_save",
-            """
-            restarts that found an older refresh token than the server had issued, the newer one lost at the crash \
-            point `mid-save`
-            """,
-            value: { $0.persisted { $0.rotationsLost(.midSave) } }),
-        CSVColumn(
-            "plaintext_at_rest",
-            "`yes` when any file of the storage held an access token, a refresh token or the user id in clear",
-            value: { $0.result.persistence.map { $0.plaintextAtRest ? "yes" : "no" } ?? "" }),
-        CSVColumn(
-            "file_mode", "the widest permission bits seen on the storage's files (`0600`)",
-            value: { $0.result.persistence?.fileMode ?? "" }),
-        CSVColumn(
-            "storage_calls_during_reads",
-            """
-            storage calls made while the read phases ran (`validToken()` on a fresh token): 0 when reads never \
-            touch storage
-            """,
-            value: { $0.persisted(\.storageCallsDuringReads) }),
-        // step-up and session-states; empty elsewhere.
-        CSVColumn(
-            "prompts", "`step-up`: step-up prompts the simulated user saw over the run; empty elsewhere",
-            value: { $0.result.stepUp.map { "\($0.prompts)" } ?? "" }),
-        CSVColumn(
-            "prompts_per_burst",
-            """
-            `step-up`: prompts per burst of `tasks` concurrent clinical requests that needed a step-up: `1.00` for \
-            a store that prompts once
-            """,
-            value: { optional($0.result.stepUp?.promptsPerBurst, 2) }),
-        CSVColumn(
-            "elevate_calls", "`step-up`: elevation calls the server received",
-            value: { $0.result.stepUp.map { "\($0.elevateCalls)" } ?? "" }),
-        CSVColumn(
-            "observers", "`session-states` lag rows: the subscribers observed at once (`1` or `tasks`)",
-            value: { row in
-                switch row.latency?.kind {
-                case .observerLagOne?: "1"
-                case .observerLagMany?: row.result.observers.map { "\($0)" } ?? ""
-                default: ""
-                }
-            }),
-        // How the store reached the server, and what the transport added per refresh.
+    ]
+
+    /// How the store reached the server, after every family's own columns.
+    private static let transportColumns: [CSVColumn] = [
         CSVColumn(
             "transport", "how the store reached the server: `in-process` or `http` (`--transport http`)",
             value: { $0.result.transport?.transport ?? "in-process" }),
@@ -349,7 +228,7 @@ extension ResultsReport {
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
-    static func number(_ value: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", value) }
+    static func number(_ value: Double, _ decimals: Int) -> String { CSVColumn.number(value, decimals) }
 
-    static func optional(_ value: Double?, _ decimals: Int) -> String { value.map { number($0, decimals) } ?? "" }
+    static func optional(_ value: Double?, _ decimals: Int) -> String { CSVColumn.optional(value, decimals) }
 }

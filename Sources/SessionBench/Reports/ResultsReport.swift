@@ -57,8 +57,9 @@ public struct RunMetadata: Sendable, Codable {
 /// Results in every output format: a terminal table, CSV, JSON and Markdown.
 public struct ResultsReport: Sendable, Codable {
     public static let toolVersion = "0.1.0"
-    /// Bumped whenever a CSV column is added, removed, renamed or changes meaning.
-    public static let csvSchemaVersion = 10
+    /// Bumped whenever a CSV column is added, removed, renamed or changes meaning
+    /// (``ScenarioResult/schemaVersion``, kept beside the figures it versions).
+    public static let csvSchemaVersion = ScenarioResult.schemaVersion
 
     public var schemaVersion = ResultsReport.csvSchemaVersion
     public var metadata: RunMetadata

@@ -3,7 +3,16 @@ import SessionMeasurement
 import SessionOracle
 
 /// Everything one store × scenario run measured and found. Holds no token values or user ids.
+///
+/// A scenario family's own figures are one optional field here each (``persistence``, ``stepUp``,
+/// ``observers``), `nil` in every other family's results, with their CSV columns in the family
+/// (``ScenarioFamily/columns``).
 public struct ScenarioResult: Sendable, Codable {
+    /// The version of the results' layout, written in every CSV row and JSON report: bumped whenever
+    /// a figure or a CSV column is added, removed, renamed or changes meaning (a family's own columns
+    /// included), and the reference runs in `results/` written again (`results/reproduce`).
+    public static let schemaVersion = 10
+
     public enum Verdict: String, Sendable, Codable {
         /// Every invariant held.
         case pass

@@ -54,11 +54,29 @@ protocol ScenarioFamily: SendableMetatype {
     static func contradiction(_ result: ScenarioResult, of scenario: Scenario) -> String?
     /// Runs the scenario; the driver writes its figures into `outcome`.
     static func run(_ context: DriverContext, outcome: DriverOutcome) async -> ScenarioResult
+    /// The CSV columns of the family's own figures, after the shared ones; empty in other
+    /// families' rows. None by default.
+    static var columns: [CSVColumn] { get }
+    /// The promise beyond the base contract that the family judges for a store that makes it
+    /// (its ``requirement(_:)``), as the report's coverage block names it when it could not be
+    /// judged: `persistence I14–I17`. `nil` by default.
+    static var promise: String? { get }
+    /// What the family's figures mean, for the report's notes, when kinds of `ran` are its
+    /// (`crash-restart's p50/p99 are of the storage's saves`). None by default.
+    static func notes(ran: Set<Scenario.Kind>) -> [String]
 }
 
 extension ScenarioFamily {
+    static var columns: [CSVColumn] { [] }
+    static var promise: String? { nil }
+    static func notes(ran: Set<Scenario.Kind>) -> [String] { [] }
+
     /// The session invariants judged in the scenarios over one store: I1–I13, I15, I16, I26, I27.
     static var sessionInvariants: [Invariant] {
-        (Array(1...13) + [15, 16, 26, 27]).compactMap(Invariant.init(rawValue:))
+        [
+            .singleFlight, .sameOutcome, .noHang, .fresh, .monotonic, .staleRejectionDoesNotRefresh, .noReuse,
+            .signOutFence, .noCrossUserLeak, .failureSharedNotSticky, .cancellationIsolated, .served, .sessionKept,
+            .durableRotation, .signOutDurable, .genuine, .revocationFinal,
+        ]
     }
 }

@@ -24,6 +24,16 @@ public enum StoreRequirement: String, Sendable, CaseIterable {
         }
     }
 
+    /// The offer a result carries for a store that declares it (``StoreOffers``).
+    public var offer: StoreOffers {
+        switch self {
+        case .savedSession: .persistence
+        case .sharedStorage: .sharedStorage
+        case .stepUp: .stepUp
+        case .stateStream: .stateStream
+        }
+    }
+
     /// How `list` marks a store that declares it: `storage`.
     public var mark: String {
         switch self {

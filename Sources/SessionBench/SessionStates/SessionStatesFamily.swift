@@ -6,9 +6,14 @@ import SessionOracle
 enum SessionStatesFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.sessionStates]
     static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .stateStream }
+    static let promise: String? = "state stream I23–I25"
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
-        [1, 3, 4, 5, 6, 7, 8, 9, 12, 13, 23, 24, 25, 26, 27].compactMap(Invariant.init(rawValue:))
+        [
+            .singleFlight, .noHang, .fresh, .monotonic, .staleRejectionDoesNotRefresh, .noReuse, .signOutFence,
+            .noCrossUserLeak, .served, .sessionKept, .observersSeeFinalState, .noSignedInAfterSignOut, .stateOrder,
+            .genuine, .revocationFinal,
+        ]
     }
 
     static func summary(_ scenario: Scenario) -> String {

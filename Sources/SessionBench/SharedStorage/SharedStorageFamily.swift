@@ -7,9 +7,28 @@ import SessionOracle
 enum SharedStorageFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.sharedStorage, .replicas]
     static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .sharedStorage }
+    static let promise: String? = "shared storage"
+
+    static func notes(ran: Set<Scenario.Kind>) -> [String] {
+        var notes: [String] = []
+        if ran.contains(.sharedStorage) {
+            notes.append(
+                "shared-storage's p50/p99 are of the 401 storms' callers, across processes: the wait for the one "
+                    + "refresh, the storage's lock and its save included")
+        }
+        if ran.contains(.replicas) {
+            notes.append(
+                "replicas' p50/p99 are of the expiries' callers, across replica processes: the wait for the one "
+                    + "refresh, the database lock and the save included")
+        }
+        return notes
+    }
 
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
-        [1, 3, 4, 6, 7, 8, 12, 13, 14, 15, 16].compactMap(Invariant.init(rawValue:))
+        [
+            .singleFlight, .noHang, .fresh, .staleRejectionDoesNotRefresh, .noReuse, .signOutFence, .served,
+            .sessionKept, .restorable, .durableRotation, .signOutDurable,
+        ]
     }
 
     static func summary(_ scenario: Scenario) -> String {

@@ -6,10 +6,15 @@ import SessionOracle
 enum StepUpFamily: ScenarioFamily {
     static let kinds: [Scenario.Kind] = [.stepUp]
     static func requirement(_ kind: Scenario.Kind) -> StoreRequirement? { .stepUp }
+    static let promise: String? = "step-up I18–I22"
 
     /// The session's own calls there are judged by the contract's model too.
     static func judgedInvariants(_ kind: Scenario.Kind) -> [Invariant] {
-        [1, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 18, 19, 20, 21, 22, 26, 27].compactMap(Invariant.init(rawValue:))
+        [
+            .singleFlight, .noHang, .fresh, .monotonic, .staleRejectionDoesNotRefresh, .noReuse, .signOutFence,
+            .noCrossUserLeak, .cancellationIsolated, .served, .sessionKept, .promptSingleFlight, .stepUpSharedNotSticky,
+            .elevationEndsWithSession, .stepUpIndependent, .clientFollowsSession, .genuine, .revocationFinal,
+        ]
     }
 
     static func summary(_ scenario: Scenario) -> String {
