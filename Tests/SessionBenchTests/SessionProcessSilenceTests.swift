@@ -20,29 +20,29 @@ struct SessionProcessSilenceTests {
     func crowdedOutFigures() {
         let idle = (Self.times(0, ran: 0), Self.times(5, ran: 0))
         // Asleep in the store (a deadlock), the driver idle: the store's silence.
-        #expect(!CPUTimes.crowdedOut(process: idle, waiter: idle, seconds: 5, cpus: 2))
+        #expect(!BusyOrHung.crowdedOut(process: idle, waiter: idle, seconds: 5, cpus: 2))
         // Spinning in the store with both CPUs: the store's, however many threads wait their turn.
         let spinning = (Self.times(0, ran: 0), Self.times(5, ran: 2, waited: 2, runnable: 4))
-        #expect(!CPUTimes.crowdedOut(process: spinning, waiter: idle, seconds: 5, cpus: 2))
+        #expect(!BusyOrHung.crowdedOut(process: spinning, waiter: idle, seconds: 5, cpus: 2))
         // Runnable and given a tenth of a CPU: the machine's.
         let starved = (Self.times(0, ran: 0), Self.times(5, ran: 0.1, waited: 0.9, runnable: 1))
-        #expect(CPUTimes.crowdedOut(process: starved, waiter: idle, seconds: 5, cpus: 2))
+        #expect(BusyOrHung.crowdedOut(process: starved, waiter: idle, seconds: 5, cpus: 2))
         // Working, one thread on a machine shared with others: given a fifth of a CPU, waiting the rest.
         let sharing = (Self.times(0, ran: 0), Self.times(5, ran: 0.3, waited: 0.7, runnable: 0))
-        #expect(CPUTimes.crowdedOut(process: sharing, waiter: idle, seconds: 5, cpus: 2))
+        #expect(BusyOrHung.crowdedOut(process: sharing, waiter: idle, seconds: 5, cpus: 2))
         // A thread of the process in an uninterruptible wait as the window ends: an fsync on a busy disk.
         var onDisk = idle
         onDisk.1.diskWaiting = 1
-        #expect(CPUTimes.crowdedOut(process: onDisk, waiter: idle, seconds: 5, cpus: 2))
+        #expect(BusyOrHung.crowdedOut(process: onDisk, waiter: idle, seconds: 5, cpus: 2))
         // The process asleep, waiting on the driver, whose threads waited 1.5 s of 5 for a CPU.
         let crowdedDriver = (Self.times(0, ran: 0), Self.times(5, ran: 0.01, waited: 0.3))
-        #expect(CPUTimes.crowdedOut(process: idle, waiter: crowdedDriver, seconds: 5, cpus: 2))
+        #expect(BusyOrHung.crowdedOut(process: idle, waiter: crowdedDriver, seconds: 5, cpus: 2))
         // The driver waited a little (a tenth of the window): not enough to excuse a silence.
         let littleWait = (Self.times(0, ran: 0), Self.times(5, ran: 0.01, waited: 0.1))
-        #expect(!CPUTimes.crowdedOut(process: idle, waiter: littleWait, seconds: 5, cpus: 2))
+        #expect(!BusyOrHung.crowdedOut(process: idle, waiter: littleWait, seconds: 5, cpus: 2))
         // Where the kernel cannot be asked, the timeout alone decides.
-        #expect(!CPUTimes.crowdedOut(process: nil, waiter: nil, seconds: 5, cpus: 2))
-        #expect(!CPUTimes.crowdedOut(process: starved, waiter: idle, seconds: 0, cpus: 2))
+        #expect(!BusyOrHung.crowdedOut(process: nil, waiter: nil, seconds: 5, cpus: 2))
+        #expect(!BusyOrHung.crowdedOut(process: starved, waiter: idle, seconds: 0, cpus: 2))
     }
 
     /// A link to no process: lines arrive only as the test delivers them.
@@ -60,7 +60,8 @@ struct SessionProcessSilenceTests {
         }
     }
 
-    @Test("silent with the CPUs given: timed out after one window; crowded out every window: given up on after the bound")
+    @Test(
+        "silent with the CPUs given: timed out after one window; crowded out every window: given up on after the bound")
     func silenceWaits() async {
         let quiet = Counts()
         #expect(await Self.link().next(within: .milliseconds(20), cpus: 2) { quiet.sample(waited: 0) } == .timedOut)
@@ -68,7 +69,8 @@ struct SessionProcessSilenceTests {
 
         // Each look finds the driver waited another 100 s for a CPU, more than any window took.
         let crowded = Counts()
-        #expect(await Self.link().next(within: .milliseconds(20), cpus: 2) { crowded.sample(waited: 100) } == .crowdedOut)
+        #expect(
+            await Self.link().next(within: .milliseconds(20), cpus: 2) { crowded.sample(waited: 100) } == .crowdedOut)
         #expect(crowded.looks.load(ordering: .relaxed) == 2 * SessionProcessLink.crowdedWindows)
     }
 

@@ -56,8 +56,8 @@ public final class SessionProcessLink: Sendable {
     }
 
     /// How many windows of the hang timeout one wait may take while the machine keeps the
-    /// process or the driver from a CPU (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``).
-    static let crowdedWindows = 12
+    /// process or the driver from a CPU (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``).
+    static let crowdedWindows = BusyOrHung.processWindows
 
     private struct Inbox {
         var lines: [String] = []
@@ -160,7 +160,7 @@ public final class SessionProcessLink: Sendable {
             let event = await nextLine(within: window == 0 ? timeout - unwatched : timeout)
             guard event == .timedOut else { return event }
             let after = sample()
-            let crowded = CPUTimes.crowdedOut(
+            let crowded = BusyOrHung.crowdedOut(
                 process: before.process.flatMap { then in after.process.map { (then, $0) } },
                 waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
                 seconds: (ContinuousClock.now - started).secondsValue, cpus: cpus)

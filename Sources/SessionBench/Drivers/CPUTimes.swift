@@ -71,7 +71,8 @@ public struct CPUTimes: Sendable, Equatable {
                 ThreadSample(
                     id: id,
                     times: CPUTimes(
-                        ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable), diskWaiting: Int(disk))))
+                        ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable), diskWaiting: Int(disk))
+                ))
         }
         return samples.isEmpty ? nil : samples
     }
@@ -105,56 +106,16 @@ public struct CPUTimes: Sendable, Equatable {
         guard session_bench_process_times(pid, &ran, &waited, &runnable, &disk) == 0 else { return nil }
         return CPUTimes(ranNanoseconds: ran, waitedNanoseconds: waited, runnable: Int(runnable), diskWaiting: Int(disk))
     }
-
-    /// Whether, over the `seconds` since `earlier`, the threads were starved: they wanted CPUs
-    /// (runnable now, or waiting for one half the time or more) and were given less than a
-    /// quarter of what they wanted, of the `cpus` they may use. Threads that sleep in a store want
-    /// no CPU; threads that spin in it on a machine of their own are given what they want:
-    /// neither is starved.
-    public func starved(since earlier: CPUTimes, seconds: Double, cpus: Int) -> Bool {
-        guard seconds > 0 else { return false }
-        let waited = Double(waitedNanoseconds &- earlier.waitedNanoseconds) / 1e9 / seconds
-        let ran = Double(ranNanoseconds &- earlier.ranNanoseconds) / 1e9 / seconds
-        let wanted = min(Double(max(1, cpus)), max(Double(runnable), waited))
-        return wanted >= 0.5 && ran < 0.25 * wanted
-    }
-
-    /// Whether a wait that heard nothing from another process for `seconds` tells nothing about
-    /// it: that process was starved (``starved(since:seconds:cpus:)``), is blocked on the disk as
-    /// the window ends (``diskWaiting``), or waited for a CPU a fifth of the window while others
-    /// had most of the machine — busy, slowly — or the waiting process —
-    /// idle while it waits, so any wait for a CPU is its reader's or its timer's — spent a fifth of
-    /// the window or more waiting for one. Either way the silence is the machine's, not the
-    /// store's. `nil` figures (no schedstat) say nothing.
-    public static func crowdedOut(
-        process: (before: CPUTimes, after: CPUTimes)?, waiter: (before: CPUTimes, after: CPUTimes)?,
-        seconds: Double, cpus: Int
-    ) -> Bool {
-        guard seconds > 0 else { return false }
-        if let process {
-            let (before, after) = process
-            if after.diskWaiting > 0 || after.starved(since: before, seconds: seconds, cpus: cpus) { return true }
-            // Running, but sharing the CPUs with others: it waited a fifth of the window or more,
-            // and was given less than three quarters of the machine. (Threads spinning in a
-            // store on a machine of their own are given it all.)
-            let waited = Double(after.waitedNanoseconds &- before.waitedNanoseconds) / 1e9
-            let ran = Double(after.ranNanoseconds &- before.ranNanoseconds) / 1e9
-            if waited >= 0.2 * seconds, ran < 0.75 * Double(max(1, cpus)) * seconds { return true }
-        }
-        guard let waiter else { return false }
-        let waited = Double(waiter.after.waitedNanoseconds &- waiter.before.waitedNanoseconds) / 1e9
-        return waited >= 0.2 * seconds
-    }
 }
 
 /// A wait for callers that a busy machine may slow: past its deadline, while the kernel shows
 /// this process crowded out of the CPUs or the disk over the last window
-/// (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``), it waits another hang timeout, four
+/// (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``), it waits another hang timeout, four
 /// at most, before the caller may call the store hung. The thread that reads the kernel's counts
 /// is never evidence of a busy machine (``CPUTimes/summed(_:sampler:)``): a store asleep in a
 /// hang on an idle machine is called hung at the first deadline.
 struct PatientWait {
-    static let extensions = 4
+    static let extensions = BusyOrHung.patientExtensions
 
     /// Where a window of the kernel's counts starts: when, and this process's times then.
     typealias Window = (start: ContinuousClock.Instant, times: CPUTimes?)
@@ -185,7 +146,7 @@ struct PatientWait {
         var result = await wait(deadline)
         var count = 0
         while result == nil, count < extensions, let before = window.times, let now = sample(threads),
-            CPUTimes.crowdedOut(
+            BusyOrHung.crowdedOut(
                 process: (before, now), waiter: nil, seconds: (ContinuousClock.now - window.start).secondsValue,
                 cpus: CPUPlacement.allowed.count)
         {

@@ -44,7 +44,7 @@ final class StarvationWatch: Sendable {
     static let probeWindow: Duration = .milliseconds(500)
     /// Probe windows a spinning, probe-starving pool is given before it counts as starved.
     /// (A merely busy pool runs the probe sooner or later: 10 s of chances.)
-    static let spinningChances = 20
+    static let spinningChances = BusyOrHung.spinningChances
 
     init(grace: Duration, onStarved: @escaping @Sendable (Starvation) -> Void) {
         self.grace = grace
@@ -104,10 +104,9 @@ final class StarvationWatch: Sendable {
             if let waitedBefore, let waitedAfter = CPUTimes.process(getpid())?.waitedNanoseconds {
                 waited = Double(waitedAfter &- waitedBefore) / 1e9
             }
-            let busy =
-                ResourceUsage.cpuSeconds - cpuBefore > 0.2 * window.secondsValue
-                || waited > 0.2 * window.secondsValue
-            let starved = !alive && (!busy || spinning >= Self.spinningChances)
+            let busy = BusyOrHung.poolBusy(
+                ranSeconds: ResourceUsage.cpuSeconds - cpuBefore, waitedSeconds: waited, window: window.secondsValue)
+            let starved = BusyOrHung.poolStarved(probeRan: alive, busy: busy, spinning: spinning)
             let fire = armed.withLock(visibleTo: self) { armed -> Bool in
                 guard armed.generation == generation, !armed.fired else { return false }
                 if starved {

@@ -53,7 +53,7 @@ extension SharedStorageDriver {
     }
 
     /// Whether, since `start`, any surviving process (every link but `leaving`'s) or this one was
-    /// crowded out of the CPUs or the disk (``CPUTimes/crowdedOut(process:waiter:seconds:cpus:)``).
+    /// crowded out of the CPUs or the disk (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``).
     static func crowded(
         since start: ContinuousClock.Instant, links: [SessionProcessLink], counts: [CPUTimes?], driver: CPUTimes?,
         leaving: Int, dead: Set<Int> = []
@@ -61,10 +61,10 @@ extension SharedStorageDriver {
         let seconds = (ContinuousClock.now - start).secondsValue
         let cpus = CPUPlacement.allowed.count
         let waiter = driver.flatMap { before in CPUTimes.process(getpid()).map { (before, $0) } }
-        if CPUTimes.crowdedOut(process: nil, waiter: waiter, seconds: seconds, cpus: cpus) { return true }
+        if BusyOrHung.crowdedOut(process: nil, waiter: waiter, seconds: seconds, cpus: cpus) { return true }
         for (index, link) in links.enumerated() where index != leaving && !dead.contains(index) {
             guard let before = counts[index], let pid = link.pid, let now = CPUTimes.process(pid) else { continue }
-            if CPUTimes.crowdedOut(process: (before, now), waiter: nil, seconds: seconds, cpus: cpus) { return true }
+            if BusyOrHung.crowdedOut(process: (before, now), waiter: nil, seconds: seconds, cpus: cpus) { return true }
         }
         return false
     }

@@ -6,7 +6,7 @@ import SessionContract
 /// (a CI runner, a test suite beside them) they can go whole seconds without a time slice, or
 /// pass a lock among themselves at the pace of the slices they get. Neither is a store that
 /// never returns. Before the watcher calls the readers stuck, it asks the kernel
-/// (``CPUTimes``): readers that waited for a CPU and were given little over the last half of
+/// (``BusyOrHung/starved(before:after:seconds:cpus:)``): readers that waited for a CPU and were given little over the last half of
 /// the hang timeout are waiting for the machine, not for the store, and the watcher waits on,
 /// up to ``limit`` hang timeouts of silence in all, after which the run has no verdict (an
 /// error that says why), not a hang blamed on the store. A store that blocks (its readers
@@ -16,7 +16,7 @@ struct ReaderStarvation {
     /// How many hang timeouts of silence starvation may excuse, in all: twice the timeout, so the
     /// synchronous phase still ends inside the time budget the command line gives a measuring
     /// process (IsolatedRun.budget), and the run says why rather than being killed.
-    static let limit = 2
+    static let limit = BusyOrHung.readerLimit
 
     enum Decision: Equatable {
         /// Not time to decide.
@@ -47,7 +47,9 @@ struct ReaderStarvation {
         guard quiet >= patience, now - baseline.at >= window else { return .wait }
         guard let current = sample() else { return .stuck }
         let seconds = (now - baseline.at).secondsValue
-        guard current.starved(since: baseline.times, seconds: seconds, cpus: cpus) else { return .stuck }
+        guard BusyOrHung.starved(before: baseline.times, after: current, seconds: seconds, cpus: cpus) else {
+            return .stuck
+        }
         if quiet >= patience * Self.limit { return .starved(seconds: quiet.secondsValue) }
         self.baseline = (now, current)
         return .wait

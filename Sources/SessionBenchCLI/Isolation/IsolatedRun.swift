@@ -83,11 +83,13 @@ enum IsolatedRun {
             readers: [reader, errorReader]
         ) {
             // A child that spent its life waiting for a CPU it was not given was not stuck in the
-            // store: the machine was too busy for a verdict (CPUTimes).
+            // store: the machine was too busy for a verdict (BusyOrHung).
             starved =
-                CPUTimes.process(child.pid)?.starved(
-                    since: CPUTimes(), seconds: (ContinuousClock.now - spawned).secondsValue,
-                    cpus: CPUPlacement.allowed.count) ?? false
+                CPUTimes.process(child.pid).map { life in
+                    BusyOrHung.starved(
+                        before: CPUTimes(), after: life, seconds: (ContinuousClock.now - spawned).secondsValue,
+                        cpus: CPUPlacement.allowed.count)
+                } ?? false
         }
 
         let (arrived, started) = collected.withLock { ($0.results, $0.started) }
