@@ -37,7 +37,8 @@ struct RunOptions: ParsableArguments {
     var seed: UInt64?
 
     @Option(
-        name: .long, help: "Open loop for steady scenarios: total calls per second, 1 to 1000000000 (default: closed loop).",
+        name: .long,
+        help: "Open loop for steady scenarios: total calls per second, 1 to 1000000000 (default: closed loop).",
         transform: ArgumentText.decimal(InputRange.rate, unit: "calls per second"))
     var rate: Double?
 
@@ -119,8 +120,9 @@ struct RunOptions: ParsableArguments {
                 "--transport http: \(stored.name) reaches the server through its session processes' pipes; "
                     + "run the scenarios over storage without --transport http")
         }
-        if stores.allSatisfy({ Execution.scenarios(scenarios, for: $0).isEmpty }) {
-            let able = StoreRegistry.all.filter { !Execution.scenarios(scenarios, for: $0).isEmpty }.map(\.name)
+        func runsAny(_ store: StoreDescriptor) -> Bool { scenarios.contains { $0.applies(to: store) } }
+        if !stores.contains(where: runsAny) {
+            let able = StoreRegistry.all.filter(runsAny).map(\.name)
             throw UsageError(
                 "the scenarios named run only stores that keep their session in storage"
                     + (scenarios.contains(where: \.sharesStorage) ? " (shared-storage: and share it)" : "")
