@@ -30,6 +30,10 @@ public struct Thresholds: Sendable, Hashable {
         public var scenarios: [String] = []
         public var duration: String?
         public var rounds: Int?
+        /// Rounds for the scenarios named, in place of ``rounds``: `scale-storm`'s one storm of
+        /// 100,000 callers gives its exact per-waiter counts in one round, where the storms that
+        /// look for rare interleavings want twenty.
+        public var scenarioRounds: [String: Int] = [:]
         public var tasks: Int?
         public var seed: UInt64?
         /// The allocator the measuring processes run on (`system` when the file says nothing).

@@ -34,12 +34,17 @@ extension Thresholds {
             let object = try reader.object(run, at: "run")
             try reader.onlyKeys(
                 object,
-                ["stores", "scenarios", "duration", "rounds", "tasks", "seed", "allocator", "allocation_counter"],
+                [
+                    "stores", "scenarios", "duration", "rounds", "scenario_rounds", "tasks", "seed", "allocator",
+                    "allocation_counter",
+                ],
                 at: "run")
             if let stores = run["stores"] {
                 thresholds.run.stores = try reader.strings(stores, at: "run.stores")
                 guard !thresholds.run.stores.isEmpty else {
-                    throw reader.fail("run.stores", "is empty; name at least one store, or leave the key out to run every correct store")
+                    throw reader.fail(
+                        "run.stores",
+                        "is empty; name at least one store, or leave the key out to run every correct store")
                 }
                 for (index, name) in thresholds.run.stores.enumerated() where !knownStores.contains(name) {
                     throw reader.fail("run.stores[\(index)]", "unknown store '\(Printable.name(name))'")
@@ -48,7 +53,8 @@ extension Thresholds {
             if let scenarios = run["scenarios"] {
                 thresholds.run.scenarios = try reader.strings(scenarios, at: "run.scenarios")
                 guard !thresholds.run.scenarios.isEmpty else {
-                    throw reader.fail("run.scenarios", "is empty; name at least one scenario, or leave the key out to run every one")
+                    throw reader.fail(
+                        "run.scenarios", "is empty; name at least one scenario, or leave the key out to run every one")
                 }
                 for (index, name) in thresholds.run.scenarios.enumerated()
                 where (try? ScenarioCatalog.resolved(name)) == nil {
@@ -69,6 +75,21 @@ extension Thresholds {
             if let rounds = run["rounds"] {
                 thresholds.run.rounds = try reader.int(rounds, at: "run.rounds", in: InputRange.rounds)
             }
+            if let perScenario = run["scenario_rounds"] {
+                for (name, value) in try reader.object(perScenario, at: "run.scenario_rounds") {
+                    let key = "run.scenario_rounds.\(Printable.name(name))"
+                    guard let resolved = try? ScenarioCatalog.resolved(name) else {
+                        throw reader.fail(key, "unknown scenario '\(Printable.name(name))'")
+                    }
+                    guard resolved.allSatisfy(\.isRoundBased) else {
+                        throw reader.fail(key, "\(Printable.name(name)) runs for a duration, not rounds; leave it out")
+                    }
+                    if !thresholds.run.scenarios.isEmpty, !thresholds.run.scenarios.contains(name) {
+                        throw reader.fail(key, "is not among run.scenarios; add it there, or leave it out")
+                    }
+                    thresholds.run.scenarioRounds[name] = try reader.int(value, at: key, in: InputRange.rounds)
+                }
+            }
             if let tasks = run["tasks"] {
                 thresholds.run.tasks = try reader.int(tasks, at: "run.tasks", in: InputRange.tasks)
             }
@@ -80,7 +101,8 @@ extension Thresholds {
                 let kind: AllocationCounterKind = try reader.choice(
                     counter, at: "run.allocation_counter", naming: "counter")
                 if kind == .jemalloc, (thresholds.run.allocator ?? .system) != .jemalloc {
-                    throw reader.fail("run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
+                    throw reader.fail(
+                        "run.allocation_counter", "jemalloc counts need \"allocator\": \"jemalloc\" in run")
                 }
                 thresholds.run.allocationCounter = kind
             }

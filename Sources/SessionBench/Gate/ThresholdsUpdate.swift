@@ -55,6 +55,10 @@ extension Thresholds {
         }
         if let duration = run.duration { runParts.append("\"duration\": \(quoted(duration))") }
         if let rounds = run.rounds { runParts.append("\"rounds\": \(rounds)") }
+        if !run.scenarioRounds.isEmpty {
+            let each = run.scenarioRounds.sorted { $0.key < $1.key }.map { "\(quoted($0.key)): \($0.value)" }
+            runParts.append("\"scenario_rounds\": { \(each.joined(separator: ", ")) }")
+        }
         if let tasks = run.tasks { runParts.append("\"tasks\": \(tasks)") }
         if let seed = run.seed { runParts.append("\"seed\": \(seed)") }
         if let allocator = run.allocator { runParts.append("\"allocator\": \(quoted(allocator.rawValue))") }

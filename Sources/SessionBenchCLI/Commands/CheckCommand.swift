@@ -100,7 +100,14 @@ struct Check: AsyncParsableCommand {
         do {
             try setup.validate(inProcess: execution.inProcess)
             let stores = try StoreRegistry.resolve(run.stores, includeBroken: false)
-            return (stores, try ScenarioCatalog.selection(run.scenarios, overrides: overrides), setup)
+            var scenarios = try ScenarioCatalog.selection(run.scenarios, overrides: overrides)
+            for (name, rounds) in run.scenarioRounds {
+                let named = Set(((try? ScenarioCatalog.resolved(name)) ?? []).map(\.name))
+                for index in scenarios.indices where named.contains(scenarios[index].name) {
+                    scenarios[index].rounds = rounds
+                }
+            }
+            return (stores, scenarios, setup)
         } catch {
             throw UsageError("\(thresholds): run: \(error.description)")
         }

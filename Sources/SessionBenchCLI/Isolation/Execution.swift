@@ -165,7 +165,8 @@ struct Execution {
         for scenario in scenarios {
             let size =
                 scenario.isRoundBased
-                ? "\(scenario.rounds) rounds" : "\(InputRange.text(scenario.duration.secondsValue))s"
+                ? "\(scenario.rounds) round\(scenario.rounds == 1 ? "" : "s")"
+                : "\(InputRange.text(scenario.duration.secondsValue))s"
             lines.append("  \(scenario.name): \(scenario.tasks) callers, \(size), seed \(scenario.seed)")
         }
         return lines.joined(separator: "\n") + "\n"
