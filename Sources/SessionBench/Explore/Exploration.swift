@@ -52,6 +52,9 @@ public struct Exploration: Sendable {
         public var schedule: ScheduleText
         public var end: ScheduleEnd
         public var violations: [Violation]
+        /// Invariants the schedule broke that the store declares it breaks (``Expectations/declared(by:)``):
+        /// known, as in `compare`, never a failure of the schedule.
+        public var known: Set<Invariant> = []
         /// A digest of the ledger and of every call's answer, leaving out real time: equal for
         /// runs that did the same thing.
         public var digest: UInt64
@@ -88,6 +91,9 @@ public struct Exploration: Sendable {
         /// Jobs enqueued from threads other than the driver's: work not under control.
         public var uncontrolledJobs = 0
         public var seconds = 0.0
+        /// Invariants the schedules broke that the store declares it breaks: the verdict is
+        /// `known` when nothing else broke.
+        public var known: Set<Invariant> = []
     }
 
     /// How many of `schedules` job `job` of `jobs` runs: indices `job`, `job + jobs`, … below the total.
@@ -125,6 +131,7 @@ public struct Exploration: Sendable {
             outcome.steps += run.schedule.choices.count
             longest = max(longest, run.schedule.choices.count)
             outcome.uncontrolledJobs = run.uncontrolledJobs
+            outcome.known.formUnion(run.known)
             outcome.seconds = (ContinuousClock.now - started).secondsValue
             if run.uncontrolledJobs > 0 { break }
             let finished = if case .finished = run.end { true } else { false }
@@ -196,7 +203,8 @@ public struct Exploration: Sendable {
         let finished = if case .finished = end { true } else { false }
         return Run(
             schedule: ScheduleText(strategy: strategy, seed: seed, choices: chooser.choices), end: end,
-            violations: found, digest: finished ? digest : 0,
+            violations: found, known: Set(violations.map(\.invariant)).intersection(known),
+            digest: finished ? digest : 0,
             uncontrolledJobs: ControlledExecution.uncontrolledJobs - before, trace: trace)
     }
 

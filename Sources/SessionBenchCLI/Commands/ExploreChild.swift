@@ -37,6 +37,9 @@ public enum ExploreChild {
         /// Set by the parent when the child did not finish: hung, crashed, or could not run.
         var problem: String?
         var verdict: ScenarioResult.Verdict?
+        /// Invariants broken that the store declares it breaks, by id (`I6`): the verdict is
+        /// `known` when nothing else broke, as in `compare`.
+        var known: [Invariant]?
     }
 
     /// When the process was started as an explore child: runs it and exits. Otherwise returns at
@@ -74,6 +77,7 @@ public enum ExploreChild {
                 digest: Self.finished(run.end) ? String(run.digest, radix: 16) : nil)
             outcome.preemptions = run.preemptions
             outcome.tasks = run.tasks
+            outcome.known = run.known.isEmpty ? nil : run.known.sorted { $0.rawValue < $1.rawValue }
             if !run.violations.isEmpty { outcome.interleaving = run.interleaving() }
             if case .diverged = run.end {
                 outcome.verdict = .error
@@ -94,6 +98,7 @@ public enum ExploreChild {
                 failingAt: found.failingAt, end: failing.map { describe($0.end) },
                 violations: failing?.violations ?? [],
                 digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
+            outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
             if let shrunk {
                 outcome.preemptions = shrunk.run.preemptions
                 outcome.tasks = shrunk.run.tasks
@@ -164,6 +169,8 @@ public enum ExploreChild {
         outcome.schedules = outcomes.reduce(0) { $0 + $1.schedules }
         outcome.steps = outcomes.reduce(0) { $0 + $1.steps }
         outcome.uncontrolledJobs = outcomes.map(\.uncontrolledJobs).max() ?? 0
+        let known = Set(outcomes.flatMap { $0.known ?? [] })
+        outcome.known = known.isEmpty ? nil : known.sorted { $0.rawValue < $1.rawValue }
         outcome.seconds = seconds
         return outcome
     }
@@ -177,7 +184,8 @@ public enum ExploreChild {
         environment["SWIFT_DETERMINISTIC_HASHING"] = "1"
         do {
             child = try Child.spawn(
-                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store, job: job), environment: environment)
+                executable: IsolatedRun.executablePath, arguments: plan.arguments(for: store, job: job),
+                environment: environment)
         } catch {
             throw UsageError("explore: could not start the exploring process: \(error)")
         }
@@ -217,7 +225,9 @@ public enum ExploreChild {
                 + "the store blocked the scheduler's only thread (a lock or semaphore waited on across an await?)"
         } else {
             outcome.verdict = .crashed
-            outcome.problem = "the exploring process ended: \(end.map { "\($0)" } ?? "unknown")" + (trap.map { "; it had printed: \($0)" } ?? "")
+            outcome.problem =
+                "the exploring process ended: \(end.map { "\($0)" } ?? "unknown")"
+                + (trap.map { "; it had printed: \($0)" } ?? "")
         }
         return outcome
     }

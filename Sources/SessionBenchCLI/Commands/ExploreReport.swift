@@ -20,12 +20,16 @@ struct ExploreReport {
 
     mutating func add(store: String, _ outcome: ExploreChild.Outcome) { rows.append((store, outcome)) }
 
-    /// pass, violated (with ids), UNCONTROLLED, hung or crashed.
+    /// pass, violated (with ids), known (with ids: broken only as the store declares, as `compare`
+    /// says it), UNCONTROLLED, hung or crashed.
     func verdict(_ outcome: ExploreChild.Outcome) -> String {
         if let verdict = outcome.verdict { return verdict.rawValue }
         if outcome.uncontrolledJobs > 0 { return "UNCONTROLLED" }
         if !outcome.violations.isEmpty {
             return "violated " + outcome.violations.map { "I\($0.invariant.rawValue)" }.joined(separator: ",")
+        }
+        if let known = outcome.known, !known.isEmpty {
+            return "known " + known.map(\.id).joined(separator: ",")
         }
         return "pass"
     }
