@@ -300,6 +300,20 @@ struct ExploreCommandTests {
         }
     }
 
+    @Test("401-storm: a store that keeps handing out the token a 401 rotated is caught by a read of the fresh token")
+    func rotatedTokenCached() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "caches-past-401", "--scenario", "401-storm", "--quiet"],
+            environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("caches-past-401", in: run.stdout).prefix(3) == ["caches-past-401", "violated", "I5"])
+        #expect(run.stdout.contains("I5 monotonic"), "\(run.stdout)")
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+    }
+
     @Test(
         "401-storm: a store whose 401 ignores which token was refused is caught, and replays; one that declares it is known"
     )

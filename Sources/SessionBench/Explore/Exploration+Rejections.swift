@@ -7,7 +7,8 @@ extension Exploration {
     /// every caller reports a 401 for the token last handed out — from the second round, a caller
     /// in four (2, 6, …) for the one before it, which a store may answer at once or let join the
     /// refresh, never refresh for — and on odd rounds the token has also expired and odd callers
-    /// read it instead, so a store's two refresh paths meet; then a few callers report 401s for
+    /// read it instead, so a store's two refresh paths meet, while on even rounds, the token still
+    /// fresh, one more caller reads it during the storm; then a few callers report 401s for
     /// the token the storm replaced, which must not reach the server. Judged: one refresh
     /// per storm (I1; I6 when a 401 for the replaced token refreshed again), the stale 401s (none
     /// reaches the server, each gets the current token), the contract's model over every call and
@@ -30,6 +31,14 @@ extension Exploration {
             let ledgerStart = server.ledger.entries.count
             let (rejected, stale) = (current, older)
             let storm = await withTaskGroup(of: AccessToken?.self) { group in
+                // On the other rounds the token is fresh: one more caller reads it while the 401s
+                // refresh, and may be given the token the storm replaces until the new one is out.
+                if !racing {
+                    group.addTask {
+                        try? await log.call(.validToken, on: store, caller: reader, phase: "round \(round) \(what)")
+                            .get()
+                    }
+                }
                 for caller in 0..<scenario.tasks {
                     let reads = racing && caller % 2 == 1
                     let request: StoreCall =
