@@ -14,7 +14,8 @@ import Synchronization
 /// that only two preemptions in the right order reach (a depth-3 bug for `explore`'s PCT); one
 /// refreshes on every 401 and declares it, so its only findings are known; one fences its refresh
 /// by cancelling it, and a refresh past its cancellation check lands after the sign-out; one
-/// keeps handing out a token after a 401 rotated it, until the token nears its expiry. They
+/// keeps handing out a token after a 401 rotated it, until the token nears its expiry; one lets a
+/// cancelled 401 caller cancel the refresh every waiter shares. They
 /// are reference-broken (never run by default), and none is in the SessionBenchCLI library: the
 /// `session-bench` executable hands them to the command line when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, in every process it starts (the measuring and
@@ -67,6 +68,7 @@ public enum SelfTestStores {
         declaresUnconditional401,
         cancelFenced,
         cachesPast401,
+        cancelsShared401,
     ]
 }
 

@@ -300,6 +300,20 @@ struct ExploreCommandTests {
         }
     }
 
+    @Test("cancellation-storm: a store whose cancelled 401 caller cancels the shared refresh is caught, and replays")
+    func cancelledRejectionCancelsEveryone() async throws {
+        let run = try await ToolProcess.run(
+            ["explore", "--stores", "cancels-shared-401", "--scenario", "cancellation-storm", "--quiet"],
+            environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(Self.row("cancels-shared-401", in: run.stdout).prefix(3) == ["cancels-shared-401", "violated", "I11"])
+        #expect(run.stdout.contains("I11 cancellation-isolated"), "\(run.stdout)")
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+    }
+
     @Test("401-storm: a store that keeps handing out the token a 401 rotated is caught by a read of the fresh token")
     func rotatedTokenCached() async throws {
         let run = try await ToolProcess.run(

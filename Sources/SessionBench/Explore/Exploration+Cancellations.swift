@@ -8,7 +8,9 @@ extension Exploration {
     /// picks — before a caller asked, while it waits on the refresh, after it was answered. The first
     /// round of three cancels callers 0 and 2 (the schedule decides whether either started the
     /// refresh), the second every caller, the third (`--rounds 3` or more) caller 1, each cancel
-    /// from a task of its own, so another job may run between two of them; then one caller asks again, and must get a token. Judged:
+    /// from a task of its own, so another job may run between two of them; caller 2 reports a 401
+    /// for the last token handed out instead of asking, so a cancellation meets a refresh a 401
+    /// started as well as one an expiry did; then one caller asks again, and must get a token. Judged:
     /// the contract's model over every call (`cancelled` only for a cancelled caller, I11; every
     /// other caller a valid token from a healthy server), the ledger, and no hang (a refresh a
     /// cancellation left stuck is a deadlock here).
@@ -18,15 +20,21 @@ extension Exploration {
         let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
         let (time, server, store, log) = (world.time, world.server, world.store, world.log)
         guard await world.signIn() else { return world.judged(digested: false) }
+        let reader = scenario.tasks
+        guard case .success(var last) = await log.call(.validToken, on: store, caller: reader, phase: "signed in")
+        else { return world.judged() }
         for round in 0..<scenario.rounds {
             time.advance(by: scenario.tokenLifetime)
             let cancel: Set<Int> =
                 round % 3 == 1 ? Set(0..<scenario.tasks) : round % 3 == 0 ? [0, 2] : [1]
             server.setContext("round \(round)")
+            let rejected = last
             let callers = (0..<scenario.tasks).map { caller in
-                Task {
+                let rejects = caller == 2
+                return Task {
                     _ = await log.call(
-                        .validToken, on: store, caller: caller, kind: .refreshWait, phase: "round \(round)",
+                        rejects ? .tokenRejected(rejected) : .validToken, on: store, caller: caller,
+                        kind: rejects ? .rejection : .refreshWait, phase: "round \(round)",
                         cancelled: cancel.contains(caller))
                 }
             }
@@ -36,9 +44,10 @@ extension Exploration {
             for canceller in cancellers { await canceller.value }
             for caller in callers { await caller.value }
             server.setContext("round \(round) after the cancellations")
-            _ = await log.call(
-                .validToken, on: store, caller: scenario.tasks, kind: .refreshWait,
+            let after = await log.call(
+                .validToken, on: store, caller: reader, kind: .refreshWait,
                 phase: "round \(round) after the cancellations")
+            if case .success(let token) = after { last = token }
         }
         server.setContext("sign-out")
         await log.signOut(store)
