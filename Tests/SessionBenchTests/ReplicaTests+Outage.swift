@@ -70,7 +70,11 @@ extension ReplicaTests {
         let next = try await ToolProcess.run(
             ["compare", "--stores", "mutex", "--scenario", "replicas:postgres-advisory-lock", "--rounds", "1", "--quiet"],
             environment: [PostgresLocation.environmentVariable: url], timeout: 180)
-        #expect(next.status == 0, "\(next.stdout)\(next.stderr)")
+        // What is tested here is the clean-up, not the scenario's verdict: judged on a machine the
+        // rest of the suite loads, a replica's wait past the lock's timeout can come out a
+        // violation (exit 1). An error or a refusal (exit 2) is never right.
+        #expect(next.status == 0 || next.status == 1, "\(next.stdout)\(next.stderr)")
+        #expect(!next.stdout.contains("ERROR") && !next.stdout.contains("HUNG"), "\(next.stdout)")
         #expect(next.stderr.contains("removed ") && next.stderr.contains("stored session(s) of runs that ended"), "\(next.stderr)")
         let left = try PostgresTokenStorage.sessions(at: direct)
         #expect(!left.contains { $0.contains(mine) }, "the stopped run's row is gone")
