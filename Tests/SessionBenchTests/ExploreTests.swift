@@ -300,32 +300,28 @@ struct ExploreCommandTests {
         }
     }
 
-    @Test("cancellation-storm: a store whose cancelled 401 caller cancels the shared refresh is caught, and replays")
-    func cancelledRejectionCancelsEveryone() async throws {
+    /// `explore` of `store` in `scenario` finds `invariant` (`I11`, with its name as printed), and the
+    /// printed replay brings back the same digest.
+    func caughtAndReplayed(_ store: String, _ scenario: String, _ invariant: String, named name: String) async throws {
         let run = try await ToolProcess.run(
-            ["explore", "--stores", "cancels-shared-401", "--scenario", "cancellation-storm", "--quiet"],
-            environment: Self.selfTest, timeout: 120)
+            ["explore", "--stores", store, "--scenario", scenario, "--quiet"], environment: Self.selfTest, timeout: 120)
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
-        #expect(Self.row("cancels-shared-401", in: run.stdout).prefix(3) == ["cancels-shared-401", "violated", "I11"])
-        #expect(run.stdout.contains("I11 cancellation-isolated"), "\(run.stdout)")
+        #expect(Self.row(store, in: run.stdout).prefix(3) == [store, "violated", invariant])
+        #expect(run.stdout.contains("\(invariant) \(name)"), "\(run.stdout)")
         let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
         let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
         let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
         #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
     }
 
+    @Test("cancellation-storm: a store whose cancelled 401 caller cancels the shared refresh is caught, and replays")
+    func cancelledRejectionCancelsEveryone() async throws {
+        try await caughtAndReplayed("cancels-shared-401", "cancellation-storm", "I11", named: "cancellation-isolated")
+    }
+
     @Test("401-storm: a store that keeps handing out the token a 401 rotated is caught by a read of the fresh token")
     func rotatedTokenCached() async throws {
-        let run = try await ToolProcess.run(
-            ["explore", "--stores", "caches-past-401", "--scenario", "401-storm", "--quiet"],
-            environment: Self.selfTest, timeout: 120)
-        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
-        #expect(Self.row("caches-past-401", in: run.stdout).prefix(3) == ["caches-past-401", "violated", "I5"])
-        #expect(run.stdout.contains("I5 monotonic"), "\(run.stdout)")
-        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
-        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
-        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
-        #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+        try await caughtAndReplayed("caches-past-401", "401-storm", "I5", named: "monotonic")
     }
 
     @Test(
