@@ -62,6 +62,27 @@ public enum ControlledExecution {
         try? await Task.sleep(for: delay)
     }
 
+    /// How much later than its deadline an answer on its way (``answer(after:)``) may land: a
+    /// minute, the default request timeout of `URLSession`, in nanoseconds.
+    public static let lateness: Int64 = 60_000_000_000
+
+    /// An answer's trip: `Task.sleep(for: delay)` as ``sleep(for:)``, except that the answer may
+    /// also land later, up to ``lateness`` after its deadline, as the schedule picks: a timer of
+    /// the store's own (a timeout, a retry's back-off) due in between may fire first. Answers
+    /// among themselves may land in any order.
+    public static func answer(after delay: Duration) async {
+        #if compiler(>=6.3) && os(Linux)
+            if isInstalled, ControlledExecutor.shared.isDriving {
+                // The enqueue takes the mark; a sleep that never enqueues (a cancelled task's) leaves it.
+                ControlledExecutor.shared.late = true
+                await sleep(for: delay)
+                ControlledExecutor.shared.late = false
+                return
+            }
+        #endif
+        await sleep(for: delay)
+    }
+
     /// Starts `body` as a task and runs every job on this thread, one at a time, in the order
     /// `chooser` picks, until `body` returns; then the jobs it left (work a store started and
     /// nobody awaited) run too, up to the step limit, so no actor is left mid-turn; any still held
@@ -136,17 +157,36 @@ public enum ControlledExecution {
             var now: Int64 = 0
 
             /// The jobs that may run next, and where each is held: every job but a timer, and the
-            /// timers due first. The main actor's jobs run in the order they came, as the main queue
-            /// runs them: of those, only the oldest may run next (a timer's job, once due, as any).
+            /// timers due first. An answer on its way (``HeldJob/isLate``) may also land later, up to
+            /// the lateness bound: a timer due after answers only, and before the earliest of
+            /// their bounds, may fire first (answers among themselves may land in any order). The
+            /// main actor's jobs run in the order they came, as the main queue runs them: of those,
+            /// only the oldest may run next (a timer's job, once due, as any).
             func enabled() -> (jobs: [HeldJob], at: [Int]) {
-                let due = jobs.lazy.filter(\.info.isTimer).map(\.info.deadline).min()
+                var due: Int64?
+                var firm: Int64?
+                var bound = Int64.max
+                for held in jobs where held.info.isTimer {
+                    due = min(due ?? .max, held.info.deadline)
+                    if !held.info.isLate { firm = min(firm ?? .max, held.info.deadline) }
+                }
+                if let due {
+                    // Every answer due before the first firm timer may still be late until its bound.
+                    for held in jobs where held.info.isLate && held.info.deadline < firm ?? .max {
+                        bound = min(bound, held.info.deadline &+ ControlledExecution.lateness)
+                    }
+                    if bound == .max { bound = due }
+                }
                 let oldestMain = jobs.firstIndex { $0.main && !$0.info.isTimer }
                 var enabled: [HeldJob] = []
                 var at: [Int] = []
-                for (index, held) in jobs.enumerated()
-                where (!held.info.isTimer || held.info.deadline == due)
-                    && (!held.main || held.info.isTimer || index == oldestMain)
-                {
+                for (index, held) in jobs.enumerated() {
+                    if held.info.isTimer {
+                        let deadline = held.info.deadline
+                        guard deadline == due || (deadline <= bound && deadline <= firm ?? .max) else { continue }
+                    } else if held.main, index != oldestMain {
+                        continue
+                    }
                     enabled.append(held.info)
                     at.append(index)
                 }
@@ -164,6 +204,9 @@ public enum ControlledExecution {
         /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
         /// nanoseconds: set, read and cleared on the driving thread only.
         var exactDelay: Int64?
+        /// Whether the sleep about to be enqueued is an answer on its way (``ControlledExecution/answer(after:)``):
+        /// set, read and cleared on the driving thread only.
+        var late = false
 
         /// Whether this thread is the one driving a schedule.
         var isDriving: Bool { UInt(pthread_self()) == driver.load(ordering: .relaxed) }
@@ -200,6 +243,10 @@ public enum ControlledExecution {
             let task = UInt(jobTaskId(job))
             let id = task != 0 ? task : onDriver && running != 0 ? running : unsafeBitCast(job, to: UInt.self)
             var info = HeldJob(id: id, isTimer: timer)
+            if timer, onDriver, late {
+                info.isLate = true
+                late = false
+            }
             held.withLock { held in
                 info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
                 held.jobs.append((job, info, main))
@@ -251,9 +298,13 @@ public enum ControlledExecution {
                 var (jobs, at) = held.withLock { $0.enabled() }
                 if jobs.isEmpty {
                     if returnedAt != nil { return .finished(steps: steps) }
-                    // Nothing here: wait a while for a job from another thread.
+                    // Nothing here: the main queue's blocks run now (on this thread, the main one, so
+                    // whatever they resume is held here), then wait a while for a job from another thread.
                     let until = ContinuousClock.now + quiet
                     while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
+                        if Thread.isMainThread { _ = RunLoop.main.run(mode: .default, before: Date()) }
+                        (jobs, at) = held.withLock { $0.enabled() }
+                        if !jobs.isEmpty { break }
                         usleep(200)
                         (jobs, at) = held.withLock { $0.enabled() }
                     }

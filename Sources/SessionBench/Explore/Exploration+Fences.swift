@@ -99,13 +99,15 @@ struct ControlledWorld {
 
     /// The server every exploration runs against: healthy, in process, and every answer travels —
     /// a timer, so the scheduler may run anything while a request is on its way (with no latency a
-    /// refresh of a store with no actor hop would be one step, and its races out of reach). Token
-    /// bytes play no part: short ones keep each schedule cheap.
+    /// refresh of a store with no actor hop would be one step, and its races out of reach) — for 1 ms
+    /// or, as the schedule picks, up to a minute more (``ControlledExecution/answer(after:)``), so a
+    /// store's own timeout may fire before the answer. Token bytes play no part: short ones keep
+    /// each schedule cheap.
     static func server(_ scenario: Scenario, clock: TokenClock) -> TokenServer {
         var configuration = scenario.serverConfiguration
         configuration.faults = .none
         configuration.latency = .fixed(.milliseconds(1))
         configuration.tokenSize = 16
-        return TokenServer(configuration: configuration, clock: clock) { await ControlledExecution.sleep(for: $0) }
+        return TokenServer(configuration: configuration, clock: clock) { await ControlledExecution.answer(after: $0) }
     }
 }

@@ -9,6 +9,10 @@ public struct HeldJob: Sendable {
     public let isTimer: Bool
     /// A timer's deadline on the scheduler's virtual clock, in nanoseconds.
     var deadline: Int64 = 0
+    /// A timer that is an answer on its way (``ControlledExecution/answer(after:)``): it may land
+    /// at its deadline or later, up to ``ControlledExecution/lateness`` after it, so a timer of the
+    /// store's own due in between may fire first.
+    var isLate = false
 
     public init(id: UInt, isTimer: Bool) {
         self.id = id

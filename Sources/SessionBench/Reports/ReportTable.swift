@@ -160,6 +160,7 @@ extension ResultsReport {
         if results.contains(where: { $0.kind != .steadyReads && $0.persistence == nil }) {
             notes.append("storm latencies include the time the refresh is held at the server while callers pile up")
         }
+        notes += metadata.exploration ?? []
         return notes
     }
 }

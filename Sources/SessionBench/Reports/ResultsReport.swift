@@ -19,6 +19,9 @@ public struct RunMetadata: Sendable, Codable {
     public var transport: String?
     /// `compare --repeats`: passes over every store; `nil` for one.
     public var repeats: Int?
+    /// `compare`'s systematic search: what it ran, and the stores × scenarios it could not
+    /// explore, one line each; `nil` when none ran.
+    public var exploration: [String]?
 
     public static func current(command: String) -> RunMetadata {
         let formatter = ISO8601DateFormatter()

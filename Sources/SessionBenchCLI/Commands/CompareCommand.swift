@@ -22,12 +22,39 @@ struct Compare: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var expect: ExpectOptions
 
+    @Flag(
+        name: .customLong("no-explore"),
+        help: "Leave out the systematic search: judge by the paced runs alone (faster, and finds less).")
+    var noExplore = false
+
+    @Option(
+        name: .long,
+        help: """
+            Seeded schedules per store × scenario that explore drives, run on the controlled scheduler after \
+            the paced runs; a failing one joins the verdict, 1 to 1000000 (default: \(Self.defaultExploreSchedules)).
+            """,
+        transform: ArgumentText.whole(1...1_000_000))
+    var exploreSchedules: Int?
+
+    static let defaultExploreSchedules = 1_000
+
+    /// The search that joins the verdict, unless turned off or this build has no controlled scheduler.
+    var exploration: CompareExploration? {
+        guard !noExplore, ControlledExecution.isAvailable else { return nil }
+        return CompareExploration(schedules: exploreSchedules ?? Self.defaultExploreSchedules)
+    }
+
     func validate() throws {
+        if noExplore, exploreSchedules != nil {
+            throw UsageError("--no-explore leaves the search out: leave out --explore-schedules too")
+        }
         var outputs = try output.namedTargets()
         if let name = baselines.saveBaseline {
             outputs.append(("--save-baseline", OutputTarget(path: try Baselines.path(for: name), kind: .direct)))
         }
-        let read = try baselines.baseline.map { reference throws(UsageError) in ("--baseline", try Baselines.path(for: reference)) }
+        let read = try baselines.baseline.map { reference throws(UsageError) in
+            ("--baseline", try Baselines.path(for: reference))
+        }
         try OutputOverlap.check(outputs: outputs, inputs: read.map { [$0] } ?? [])
     }
 
@@ -47,8 +74,14 @@ struct Compare: AsyncParsableCommand {
             let planned = Self.planned(stores: stores, scenarios: scenarios, setup: run.setup, cpus: run.cpus)
             try Self.refuseIfIncomparable(baseline, ResultsReport(results: planned, metadata: metadata))
         }
+        let exploration = self.exploration
+        let explored = scenarios.contains { CompareExploration.explored($0) != nil }
         if run.dryRun {
-            try OutputWriter.show(execution.plan(stores, scenarios, repeats: repeats))
+            var plan = execution.plan(stores, scenarios, repeats: repeats)
+            if let exploration, explored {
+                plan += "  " + exploration.summary(seeds: Set(scenarios.map(\.seed)).sorted()) + "\n"
+            }
+            try OutputWriter.show(plan)
             return
         }
         try run.place()
@@ -60,6 +93,10 @@ struct Compare: AsyncParsableCommand {
                     + (run.execution.inProcess ? ", in process" : ", one process per store"))
         }
         var results = await execution.run(stores: stores, scenarios: scenarios, repeats: repeats)
+        if let exploration, explored {
+            let notes = await exploration.run(&results, quiet: run.execution.quiet)
+            metadata.exploration = [exploration.summary(seeds: Set(scenarios.map(\.seed)).sorted())] + notes
+        }
         let stale = expectations?.apply(to: &results) ?? []
         var report = ResultsReport(results: results, metadata: metadata)
         if let expectations { report.expectations = .init(file: expectations.path, stale: stale) }
@@ -97,7 +134,9 @@ struct Compare: AsyncParsableCommand {
         }
         if let name = baselines.saveBaseline {
             if !run.execution.quiet {
-                Log.progress("saved baseline \(Baselines.isName(name) ? "'\(name)' to \(try Baselines.path(for: name))" : "to \(Printable.name(name))")")
+                Log.progress(
+                    "saved baseline \(Baselines.isName(name) ? "'\(name)' to \(try Baselines.path(for: name))" : "to \(Printable.name(name))")"
+                )
             }
         }
         // Found only after the run (what the measuring processes actually ran on): the results

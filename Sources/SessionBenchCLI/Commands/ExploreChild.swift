@@ -132,12 +132,12 @@ public enum ExploreChild {
     }
 
     /// How long a child may take before it counts as hung: its time, or its schedules at a
-    /// generous 20 µs per call each, and a minute more (a replay: one schedule).
+    /// generous 20 µs per call each, and the plan's patience more (a replay: one schedule).
     static func budget(_ plan: ExplorePlan) -> Duration {
         let perSchedule = Double(plan.scenario.tasks * plan.scenario.rounds) * 20e-6
         let seconds =
             plan.replay != nil ? perSchedule : plan.seconds ?? Double(plan.schedules ?? 1_000) * perSchedule
-        return DurationText.duration(seconds: seconds + 60)
+        return DurationText.duration(seconds: seconds + plan.patience)
     }
 
     /// Runs `store`'s exploration in `jobs` child processes at once, each its share of the

@@ -192,6 +192,10 @@ struct ExplorePlan: Sendable {
     /// Processes per store, and which of them this plan is (a child's).
     var jobs = 1
     var job = 0
+    /// Seconds a child may run past its schedules' share before it counts as hung (a store that
+    /// blocks the scheduler's one thread): a minute for `explore`, less where the search is one
+    /// part of a longer run.
+    var patience = 60.0
 
     /// The child's arguments for `store`, job `job` of the plan's jobs.
     func arguments(for store: String, job: Int = 0) -> [String] {
