@@ -458,3 +458,25 @@ struct ExploreCommandTests {
         #expect(run.stdout.isEmpty)
     }
 }
+
+@Suite("Explore: a choice's value")
+struct ScheduleChoiceTests {
+    @Test("a choice's value other than the first is an override named by the running task's step, never a preemption")
+    func choiceOverride() {
+        var guided = Guided(replaying: [0, 2, 0])
+        let task = HeldJob(id: 7, isTimer: false)
+        #expect(guided.choose([task], step: 0) == 0)
+        #expect(guided.choose(HeldJob.choice(of: 3), step: 1) == 2)
+        #expect(guided.choose([task], step: 2) == 0)
+        #expect(guided.observer.preemptions == 0)
+        #expect(guided.observer.overrides == [StepObserver.Point(after: 0, count: 1): -3])
+        // Played back from the overrides alone, the same value comes out at the same step.
+        var again = Guided(overrides: guided.observer.overrides)
+        _ = again.choose([task], step: 0)
+        #expect(again.choose(HeldJob.choice(of: 3), step: 1) == 2)
+        // With no override, the first value.
+        var plain = Guided(overrides: [:])
+        _ = plain.choose([task], step: 0)
+        #expect(plain.choose(HeldJob.choice(of: 3), step: 1) == 0)
+    }
+}

@@ -83,6 +83,19 @@ public enum ControlledExecution {
         await sleep(for: delay)
     }
 
+    /// A choice the scenario makes as the schedule picks — which fault the server answers a
+    /// refresh with, say: a value below `count`, 0 being the default (the value a shrunk schedule
+    /// falls back to). One more step of the schedule, recorded and replayed like any other.
+    /// Outside an exploration, 0.
+    public static func choose(_ count: Int) -> Int {
+        #if compiler(>=6.3) && os(Linux)
+            if count > 1, isInstalled, ControlledExecutor.shared.isDriving, let pick = ControlledExecutor.shared.pick {
+                return pick(count)
+            }
+        #endif
+        return 0
+    }
+
     /// Starts `body` as a task and runs every job on this thread, one at a time, in the order
     /// `chooser` picks, until `body` returns; then the jobs it left (work a store started and
     /// nobody awaited) run too, up to the step limit, so no actor is left mid-turn; any still held
@@ -207,6 +220,9 @@ public enum ControlledExecution {
         /// Whether the sleep about to be enqueued is an answer on its way (``ControlledExecution/answer(after:)``):
         /// set, read and cleared on the driving thread only.
         var late = false
+        /// Asks the schedule for a choice's value (``ControlledExecution/choose(_:)``) while a
+        /// schedule is driven: called on the driving thread only.
+        var pick: ((Int) -> Int)?
 
         /// Whether this thread is the one driving a schedule.
         var isDriving: Bool { UInt(pthread_self()) == driver.load(ordering: .relaxed) }
@@ -277,27 +293,40 @@ public enum ControlledExecution {
                 held.jobs.removeAll()
                 held.now = 0
             }
+            // A choice asked from inside a job is one more step, chosen by the same chooser.
+            let box = ChooserBox(chooser)
+            defer { chooser = box.chooser }
+            pick = { count in
+                let values = HeldJob.choice(of: count)
+                let index = box.chooser.choose(values, step: box.steps)
+                box.steps += 1
+                guard values.indices.contains(index) else {
+                    box.diverged = true
+                    return 0
+                }
+                return index
+            }
+            defer { pick = nil }
             let done = Atomic(false)
             Task.detached {
                 await body()
                 done.store(true, ordering: .releasing)
             }
-            var steps = 0
             /// Steps the jobs left behind may take once the body has returned.
             let drain = 10_000
             var returnedAt: Int?
             let executor = asUnownedTaskExecutor()
             let mainExecutor = ControlledMainExecutor.shared.asUnownedSerialExecutor()
             while true {
-                if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = steps }
+                if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = box.steps }
                 if let returnedAt {
-                    if steps >= returnedAt + drain { return .finished(steps: steps) }
-                } else if steps >= stepLimit {
-                    return .stepLimit(steps: steps)
+                    if box.steps >= returnedAt + drain { return .finished(steps: box.steps) }
+                } else if box.steps >= stepLimit {
+                    return .stepLimit(steps: box.steps)
                 }
                 var (jobs, at) = held.withLock { $0.enabled() }
                 if jobs.isEmpty {
-                    if returnedAt != nil { return .finished(steps: steps) }
+                    if returnedAt != nil { return .finished(steps: box.steps) }
                     // Nothing here: the main queue's blocks run now (on this thread, the main one, so
                     // whatever they resume is held here), then wait a while for a job from another thread.
                     let until = ContinuousClock.now + quiet
@@ -308,17 +337,19 @@ public enum ControlledExecution {
                         usleep(200)
                         (jobs, at) = held.withLock { $0.enabled() }
                     }
-                    if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: steps) }
+                    if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: box.steps) }
                     continue
                 }
-                let index = chooser.choose(jobs, step: steps)
-                guard jobs.indices.contains(index) else { return .diverged(steps: steps) }
+                let index = box.chooser.choose(jobs, step: box.steps)
+                guard jobs.indices.contains(index) else { return .diverged(steps: box.steps) }
                 // Jobs from other threads only ever append: the position still names the same job.
                 let (job, info, main) = held.withLock { held in
                     let taken = held.jobs.remove(at: at[index])
                     if taken.info.isTimer { held.now = max(held.now, taken.info.deadline) }
                     return taken
                 }
+                // Counted before it runs: a choice the job asks for is the step after it.
+                box.steps += 1
                 running = info.id
                 if main {
                     job.runSynchronously(on: mainExecutor)
@@ -326,8 +357,16 @@ public enum ControlledExecution {
                     job.runSynchronously(on: executor)
                 }
                 running = 0
-                steps += 1
+                if box.diverged { return .diverged(steps: box.steps) }
             }
         }
+    }
+    /// A chooser the drive loop and ``ControlledExecutor/pick`` share, with the schedule's step count.
+    final class ChooserBox<Chooser: ScheduleChooser> {
+        var chooser: Chooser
+        var steps = 0
+        var diverged = false
+
+        init(_ chooser: Chooser) { self.chooser = chooser }
     }
 #endif

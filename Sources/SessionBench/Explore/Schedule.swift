@@ -14,13 +14,27 @@ public struct HeldJob: Sendable {
     /// store's own due in between may fire first.
     var isLate = false
 
+    /// One of the values of a choice the scenario asks for (``ControlledExecution/choose(_:)``):
+    /// which fault the server answers with, say. The first value is the default.
+    public internal(set) var isChoice = false
+
     public init(id: UInt, isTimer: Bool) {
         self.id = id
         self.isTimer = isTimer
     }
+
+    /// The values of a choice among `count`, as the chooser sees them.
+    static func choice(of count: Int) -> [HeldJob] {
+        (0..<count).map { value in
+            var job = HeldJob(id: UInt.max - UInt(value), isTimer: false)
+            job.isChoice = true
+            return job
+        }
+    }
 }
 
-/// Picks which held job runs next.
+/// Picks which held job runs next (or, where every job is a choice's value, ``HeldJob/isChoice``,
+/// which value the scenario goes on with).
 public protocol ScheduleChooser {
     /// The index into `jobs` (in the order they were enqueued) of the job to run at `step`.
     mutating func choose(_ jobs: [HeldJob], step: Int) -> Int

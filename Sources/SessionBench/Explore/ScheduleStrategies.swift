@@ -27,6 +27,7 @@ public struct RandomWalk: ScheduleChooser {
 public struct PriorityChangePoints: ScheduleChooser {
     private var random: SeededRandom
     private var priorities: [UInt: UInt64] = [:]
+    private var values: SeededRandom
     /// Step → the priority the job chosen there drops to.
     private let changes: [Int: UInt64]
 
@@ -46,6 +47,7 @@ public struct PriorityChangePoints: ScheduleChooser {
         }
         self.changes = changes
         random = SeededRandom(seed: seed)
+        values = SeededRandom(seed: seed ^ 0x5EED_0F_C401_CE5)
     }
 
     private mutating func priority(of job: HeldJob) -> UInt64 {
@@ -57,6 +59,8 @@ public struct PriorityChangePoints: ScheduleChooser {
     }
 
     public mutating func choose(_ jobs: [HeldJob], step: Int) -> Int {
+        // A choice's value is no task: drawn at random, from a stream of its own.
+        if jobs.first?.isChoice == true { return Int(values.next() % UInt64(jobs.count)) }
         var best = 0
         var bestPriority: UInt64 = 0
         for (index, job) in jobs.enumerated() {

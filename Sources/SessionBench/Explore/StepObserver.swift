@@ -54,7 +54,19 @@ public struct StepObserver: Sendable {
     }
 
     mutating func see(_ jobs: [HeldJob]) {
-        for job in jobs { _ = ordinal(of: job.id) }
+        for job in jobs where !job.isChoice { _ = ordinal(of: job.id) }
+    }
+
+    /// A choice's value (``HeldJob/isChoice``), made inside the step of the task that ran last: a
+    /// value other than the first is an override, kept as `-1 - value`, never a preemption. It
+    /// counts as one more step of that task, so the step after it has a name of its own.
+    mutating func note(choice values: [HeldJob], chose value: Int) {
+        let point = self.point
+        if value != 0 {
+            overrides[point] = -1 - value
+            order.append(point)
+        }
+        if let last, let running = ordinals[last] { runs[running, default: 0] += 1 }
     }
 
     /// The next step of the task that ran last, unless it is a timer (a task that sleeps has
@@ -107,6 +119,7 @@ public struct Guided: ScheduleChooser {
     }
 
     public mutating func choose(_ jobs: [HeldJob], step: Int) -> Int {
+        if jobs.first?.isChoice == true { return chooseValue(jobs, step: step) }
         observer.see(jobs)
         let index: Int
         switch script {
@@ -125,5 +138,22 @@ public struct Guided: ScheduleChooser {
         }
         observer.note(jobs, chose: index)
         return index
+    }
+
+    /// A choice's value: the script's, or the overridden one (`-1 - value`), else the first.
+    private mutating func chooseValue(_ values: [HeldJob], step: Int) -> Int {
+        var value = 0
+        switch script {
+        case .replay(var replay):
+            value = replay.choose(values, step: step)
+            script = .replay(replay)
+            guard values.indices.contains(value) else { return value }
+        case .overrides(let overrides):
+            if let wanted = overrides[observer.point], wanted < 0, values.indices.contains(-1 - wanted) {
+                value = -1 - wanted
+            }
+        }
+        observer.note(choice: values, chose: value)
+        return value
     }
 }
