@@ -5,9 +5,9 @@ import TokenServer
 /// A call that ended in an error: which error the contract allowed it, from what the server
 /// did while it waited and what the caller's session was — the rules ``ErrorRule`` states.
 extension ContractJudge {
-    package func judgeError(_ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline)
-        -> Finding?
-    {
+    package func judgeError(
+        _ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline, calls: [ObservedCall] = []
+    ) -> Finding? {
         let current = timeline.current(account: call.account, at: call.startedNanos)
         let overlapping = timeline.eventOverlaps(account: call.account, call.startedNanos, call.endedNanos)
         // The call's own session: the one current when it started (either side of a sign-in or
@@ -31,9 +31,19 @@ extension ContractJudge {
                     trace: ["the server saw the refresh's connection dropped: " + Oracle.describe(cancelled)])
             }
             if !during.isEmpty { return nil }
+            // A failure the store was still handing to its waiters when the call began (none of
+            // them back yet) is shared, not replayed: the refresh was not over for the store.
+            if refreshes.contains(where: {
+                $0.isPassingFailure && ($0.respondedAt ?? .max) < call.startedNanos
+                    && stillDelivering($0, at: call.startedNanos, to: call, calls)
+            }) {
+                return nil
+            }
             // The server refused the session: it is over, and 'refresh failed' tells the app to
             // try again. (Before the store's own rate limit: the refusal explains the failure.)
-            if let refused = families.compactMap({ timeline.sessions[$0]?.refusedAt }).filter({ $0 <= call.endedNanos }).min() {
+            if let refused = families.compactMap({ timeline.sessions[$0]?.refusedAt }).filter({ $0 <= call.endedNanos })
+                .min()
+            {
                 return Finding(
                     invariant: .served,
                     summary:
@@ -53,7 +63,8 @@ extension ContractJudge {
             }
             return Finding(
                 invariant: .served,
-                summary: "\(who) got 'refresh failed' with no failed refresh of its session behind it: the store gave up",
+                summary:
+                    "\(who) got 'refresh failed' with no failed refresh of its session behind it: the store gave up",
                 trace: attemptsTrace(refreshes, during: call, timeline))
         case .refreshTokenRevoked:
             // ErrorRule.revokedWhen.
@@ -65,7 +76,8 @@ extension ContractJudge {
             if !families.isEmpty,
                 timeline.entries.contains(where: {
                     $0.call == .refresh && $0.outcome == .unknownToken && ($0.respondedAt ?? .max) <= call.endedNanos
-                        && $0.sentAt >= (families.compactMap { timeline.sessions[$0]?.began.startedNanos }.min() ?? .max)
+                        && $0.sentAt
+                            >= (families.compactMap { timeline.sessions[$0]?.began.startedNanos }.min() ?? .max)
                 })
             {
                 return nil
@@ -79,7 +91,9 @@ extension ContractJudge {
         case .signedOut:
             // ErrorRule.signedOutWhen: no session, the user ended it, or the server did.
             if current.noneAllowed || overlapping != nil { return nil }
-            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) { return nil }
+            if families.contains(where: { (timeline.sessions[$0]?.refusedAt ?? .max) <= call.endedNanos }) {
+                return nil
+            }
             return Finding(
                 invariant: .sessionKept,
                 summary:
@@ -90,5 +104,18 @@ extension ContractJudge {
                 invariant: .served, summary: "\(who) got '\(error)' from a token request",
                 trace: attemptsTrace(refreshes, during: call, timeline))
         }
+    }
+
+    /// Whether the store was still handing the answer of `refresh` to its waiters at `start`:
+    /// other calls were under way when it came, and none had returned yet. (A store learns of an
+    /// answer in the refresh's task, and tells its callers in steps of their own: a call that
+    /// joins in between is one more waiter, not a later call.)
+    func stillDelivering(_ refresh: LedgerEntry, at start: Int64, to call: ObservedCall, _ calls: [ObservedCall])
+        -> Bool
+    {
+        let waiters = calls.filter {
+            $0.caller != call.caller && $0.account == call.account && answered(refresh, within: $0)
+        }
+        return !waiters.isEmpty && waiters.allSatisfy { $0.endedNanos > start }
     }
 }

@@ -97,7 +97,7 @@ package struct ContractJudge {
                 revokedTold[family] = min(revokedTold[family] ?? .max, call.endedNanos)
             }
         }
-        let facts = Facts(timeline: timeline)
+        let facts = Facts(timeline: timeline, calls: calls)
         for call in calls {
             if let finding = judge(call, facts) { report(finding) }
         }
@@ -126,8 +126,8 @@ package struct ContractJudge {
             if let ended = session.ended {
                 // A refresh sent after the fence returned was decided after it, but for one the
                 // store may have decided before (its task was slow to send it): one presenting the
-                // token the session held at the fence.
-                let atFence = timeline.newestDelivered(family: session.family, by: ended.returnedNanos)
+                // token the session held at the fence (a grant expired on arrival is held too).
+                let atFence = timeline.newestHeld(family: session.family, by: ended.returnedNanos)
                 let late = refreshes.filter { $0.sentAt > ended.returnedNanos }
                 let excused = late.first { $0.presentedGeneration == atFence }?.index
                 if let first = late.first(where: { $0.index != excused }) {
@@ -210,6 +210,8 @@ package struct ContractJudge {
 
     private struct Facts {
         package let timeline: SessionTimeline
+        /// Every call judged, for the rules that look at a call's neighbours.
+        package let calls: [ObservedCall]
     }
 
     private func judge(_ call: ObservedCall, _ facts: Facts) -> Finding? {
@@ -223,7 +225,7 @@ package struct ContractJudge {
         case .error(let error):
             // A cancelled caller may get any error: its wait, or its own request, was cut short.
             if call.wasCancelled { return nil }
-            return judgeError(error, call: call, who: who, timeline)
+            return judgeError(error, call: call, who: who, timeline, calls: facts.calls)
         }
     }
 

@@ -51,11 +51,13 @@ package struct ErrorRule: Sendable {
         ErrorRule(
             error: .refreshFailed, promise: "may pass; the next call may refresh again",
             check: """
-                **I10**: needs a refresh of the call's own session that failed while it waited (an old failure \
+                **I10**: needs a refresh of the call's own session that failed while it waited, or that the store \
+                was still handing to its waiters when the call began, none of them back yet (an old failure \
                 replayed is sticky); waiters of a failed refresh do not each retry; **I12** with no failure behind \
                 it, or with the server's refusal of the session behind it (the session is over: it may not pass)
                 """,
-            exercisedBy: "`flaky-server`: transient, timeout, outage, back to back, a lost answer"),
+            exercisedBy:
+                "`flaky-server`: transient, timeout, outage, back to back, a lost answer; in `explore`, a 401 after a failure"),
         ErrorRule(
             error: .refreshTokenRevoked,
             promise: "the server no longer accepts this session's refresh token; the session is over until the next sign-in",

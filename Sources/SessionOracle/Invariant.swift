@@ -118,8 +118,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
             """
         case .failureSharedNotSticky:
             """
-            a `refreshFailed` needs a refresh that failed while the call waited (an old failure replayed is \
-            sticky); waiters of a failed refresh do not each retry (no more than one extra attempt per storm)
+            a `refreshFailed` needs a refresh that failed while the call waited, or that the store was still \
+            handing to its waiters when it began (an old failure replayed is sticky); waiters of a failed refresh do not each retry (no more than one extra attempt per storm)
             """
         case .cancellationIsolated:
             """

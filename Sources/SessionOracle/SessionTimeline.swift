@@ -40,6 +40,9 @@ package struct SessionTimeline {
     package private(set) var refreshes: [UInt64: [LedgerEntry]] = [:]
     /// When each generation's grant was answered (its sign-in or refresh).
     package private(set) var deliveredAt: [UInt64: Int64] = [:]
+    /// When each generation's grant reached the client, its access token fresh or already
+    /// expired (a store keeps the rotated grant either way).
+    package private(set) var heldFrom: [UInt64: Int64] = [:]
     /// Generations by family, in the order issued.
     package private(set) var generations: [UInt64: [UInt64]] = [:]
     /// Generations whose access token had expired by the time its answer arrived.
@@ -64,6 +67,11 @@ package struct SessionTimeline {
         for entry in entries {
             if let generation = entry.issuedGeneration, let answered = entry.respondedAt, entry.deliveredGrant {
                 deliveredAt[generation] = answered
+            }
+            if let generation = entry.issuedGeneration, let answered = entry.respondedAt,
+                entry.deliveredGrant || entry.deliveredExpired
+            {
+                heldFrom[generation] = answered
             }
             if let generation = entry.issuedGeneration { generations[entry.family, default: []].append(generation) }
             if let generation = entry.issuedGeneration, entry.deliveredExpired { expiredOnArrival.insert(generation) }
@@ -124,6 +132,12 @@ package struct SessionTimeline {
     /// The newest generation of `family` whose grant had been answered by `instant`.
     package func newestDelivered(family: UInt64, by instant: Int64) -> UInt64? {
         generations[family]?.last { (deliveredAt[$0] ?? .max) <= instant }
+    }
+
+    /// The newest generation of `family` whose grant the client had been answered by `instant`,
+    /// its access token fresh or expired on arrival: the refresh token a store holds then.
+    package func newestHeld(family: UInt64, by instant: Int64) -> UInt64? {
+        generations[family]?.last { (heldFrom[$0] ?? .max) <= instant }
     }
 
     /// The refresh calls of `family`.
