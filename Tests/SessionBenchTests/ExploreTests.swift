@@ -285,7 +285,7 @@ struct ExploreCommandTests {
 
     @Test(
         "correct stores whose work is all tasks and actors pass 300 schedules of every scenario explore drives beyond expiry-storm",
-        arguments: ["sign-out-race", "user-switch", "401-storm", "cancellation-storm"])
+        arguments: ["sign-out-race", "user-switch", "401-storm", "cancellation-storm", "flaky-server"])
     func correctStoresPassFences(_ scenario: String) async throws {
         let stores = ["mutex", "lock-free-read", "actor-task"]
         let run = try await ToolProcess.run(

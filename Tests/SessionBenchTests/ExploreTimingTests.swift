@@ -143,3 +143,33 @@ struct CompareExplorationFoldTests {
         #expect(result.verdict == .pass && result.violations.isEmpty)
     }
 }
+
+extension ExploreCommandTests {
+    @Test("flaky-server: a 401 that replays a failure is caught (I10), and replays")
+    func flakyStickyRejection() async throws {
+        try await caughtAndReplayed("sticky-401-failure", "flaky-server", "I10", named: "failure-shared-not-sticky")
+    }
+
+    @Test(
+        "flaky-server: a failed refresh that puts its grant back past a sign-out or a switch is caught, and replays; correct stores pass"
+    )
+    func flakyRollbackPastFence() async throws {
+        let run = try await ToolProcess.run(
+            [
+                "explore", "--stores", "rollback-on-failure,mutex,actor-fast-read", "--scenario", "flaky-server",
+                "--quiet",
+            ],
+            environment: Self.selfTest, timeout: 120)
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        let row = Self.row("rollback-on-failure", in: run.stdout)
+        #expect(row.prefix(2) == ["rollback-on-failure", "violated"], "\(run.stdout)")
+        #expect(row.dropFirst(2).first.map { $0.hasPrefix("I8") || $0.hasPrefix("I9") } == true, "\(run.stdout)")
+        for store in ["mutex", "actor-fast-read"] {
+            #expect(Self.row(store, in: run.stdout).prefix(3) == [store, "pass", "1000"], "\(run.stdout)")
+        }
+        let replay = try #require(Self.replayArguments(in: run.stdout), "\(run.stdout)")
+        let digest = try #require(Self.digest(in: run.stdout), "\(run.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(again.status == 1 && Self.digest(in: again.stdout) == digest, "\(again.stdout)")
+    }
+}

@@ -82,15 +82,18 @@ struct ControlledWorld {
 
     /// What the schedule found: the ledger audited, and every call and sign-in judged against the
     /// contract's model — paced, since time here is the scheduler's and real time excuses no refusal
-    /// of the store's own, and against a healthy server (a failed sign-in is the store's, I12).
+    /// of the store's own, and against a healthy server (a failed sign-in is the store's, I12)
+    /// unless `healthyServer` is false (the flaky rounds' server fails on purpose).
     /// `digested`: with the digest of what was done (none for a schedule that could not start).
-    func judged(digested: Bool = true) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
+    func judged(
+        digested: Bool = true, healthyServer: Bool = true
+    ) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
         let (calls, entries) = (log.calls, server.ledger.entries)
         if digested {
             let handed = Set(calls.compactMap { $0.token?.generation })
             oracle.auditLedger(entries) { handed.contains($0) }
         }
-        _ = log.judge(skew: skew, paced: true, healthyServer: true, into: oracle)
+        _ = log.judge(skew: skew, paced: true, healthyServer: healthyServer, into: oracle)
         return (
             oracle.violations, digested ? Exploration.digest(entries, calls) : 0,
             Exploration.StormTrace(calls: calls, entries: entries)

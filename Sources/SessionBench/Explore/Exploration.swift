@@ -12,14 +12,15 @@ import TokenServer
 ///
 /// Covered: round-based storms of expiries (`expiry-storm`) and of 401s (`401-storm`), expiries
 /// met by a sign-out or a user switch (`sign-out-race`, `user-switch`) or by cancellations
-/// (`cancellation-storm`) at a point the schedule picks; stores whose work runs as tasks,
+/// (`cancellation-storm`) at a point the schedule picks, and storms against a server that fails
+/// as the schedule picks (`flaky-server`); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [
-        .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm,
+        .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer,
     ]
 
     public var store: StoreDescriptor
@@ -174,6 +175,7 @@ public struct Exploration: Sendable {
                     case .userSwitch: await Self.fenceRounds(store, scenario, switching: true)
                     case .rejectionStorm: await Self.rejectionRounds(store, scenario)
                     case .cancellationStorm: await Self.cancellationRounds(store, scenario)
+                    case .flakyServer: await Self.flakyRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

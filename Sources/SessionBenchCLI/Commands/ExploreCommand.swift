@@ -53,7 +53,7 @@ struct ExploreOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch or cancellation-storm (default: expiry-storm)."
+            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm or flaky-server (default: expiry-storm)."
     )
     var scenario = "expiry-storm"
 
