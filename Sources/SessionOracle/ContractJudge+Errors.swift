@@ -31,8 +31,8 @@ extension ContractJudge {
                     trace: ["the server saw the refresh's connection dropped: " + Oracle.describe(cancelled)])
             }
             if !during.isEmpty { return nil }
-            // A failure the store was still handing to its waiters when the call began (none of
-            // them back yet) is shared, not replayed: the refresh was not over for the store.
+            // A failure the store was still handing to its waiters when the call began (one of them
+            // not back yet) is shared, not replayed: the refresh was not over for the store.
             if refreshes.contains(where: {
                 $0.isPassingFailure && ($0.respondedAt ?? .max) < call.startedNanos
                     && stillDelivering($0, at: call.startedNanos, to: call, calls)
@@ -106,16 +106,17 @@ extension ContractJudge {
         }
     }
 
-    /// Whether the store was still handing the answer of `refresh` to its waiters at `start`:
-    /// other calls were under way when it came, and none had returned yet. (A store learns of an
-    /// answer in the refresh's task, and tells its callers in steps of their own: a call that
-    /// joins in between is one more waiter, not a later call.)
+    /// Whether the store was still handing the answer of `refresh` to its waiters at `start`: a
+    /// call under way when it came had not returned yet. (A store learns of an answer in the
+    /// refresh's task, and tells its callers in steps of their own: a call that joins in between
+    /// is one more waiter, not a later call. Which refresh a call waited on is not recorded, so a
+    /// call that spans two answers counts for both; one still out is enough.)
     func stillDelivering(_ refresh: LedgerEntry, at start: Int64, to call: ObservedCall, _ calls: [ObservedCall])
         -> Bool
     {
         let waiters = calls.filter {
             $0.caller != call.caller && $0.account == call.account && answered(refresh, within: $0)
         }
-        return !waiters.isEmpty && waiters.allSatisfy { $0.endedNanos > start }
+        return waiters.contains { $0.endedNanos > start }
     }
 }

@@ -52,7 +52,7 @@ package struct ErrorRule: Sendable {
             error: .refreshFailed, promise: "may pass; the next call may refresh again",
             check: """
                 **I10**: needs a refresh of the call's own session that failed while it waited, or that the store \
-                was still handing to its waiters when the call began, none of them back yet (an old failure \
+                was still handing to its waiters when the call began, one of them not back yet (an old failure \
                 replayed is sticky); waiters of a failed refresh do not each retry; **I12** with no failure behind \
                 it, or with the server's refusal of the session behind it (the session is over: it may not pass)
                 """,

@@ -4,7 +4,7 @@ import Testing
 import TokenServer
 
 /// What a store may still do with an answer it has not finished handing out: a call that joins a
-/// failed refresh before any of its waiters is back shares the failure, and a refresh decided
+/// failed refresh while one of its waiters is not back shares the failure, and a refresh decided
 /// before a fence may present the rotated grant an expired-on-arrival answer left it.
 extension ContractJudgeTests {
     static func failed(_ history: History, caller: Int, from: Int64, to: Int64) -> ObservedCall {
@@ -13,7 +13,8 @@ extension ContractJudgeTests {
             startedNanos: from, endedNanos: to, answer: .error(.refreshFailed), wasCancelled: false)
     }
 
-    @Test("a call that joins a failed refresh before any of its waiters is back shares the failure; after, it is I10")
+    @Test(
+        "a call that joins a failed refresh while one of its waiters is not back shares the failure; after, it is I10")
     func failureStillBeingDelivered() async throws {
         var history = History()
         let grant = try await history.signIn(0)
@@ -26,6 +27,9 @@ extension ContractJudgeTests {
         #expect(history.judge([backLater, joiner]).isEmpty)
         let backFirst = Self.failed(history, caller: 1, from: started, to: joined - 1)
         #expect(history.judge([backFirst, joiner]) == [.failureSharedNotSticky])
+        // One back, another still out: the store was still handing it out.
+        let stillOut = Self.failed(history, caller: 3, from: started, to: joined + 20)
+        #expect(history.judge([backFirst, stillOut, joiner]).isEmpty)
         // With no other waiter at all, nobody was being handed anything: the failure was replayed.
         #expect(history.judge([joiner]) == [.failureSharedNotSticky])
     }
