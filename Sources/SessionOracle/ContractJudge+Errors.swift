@@ -5,6 +5,16 @@ import TokenServer
 /// A call that ended in an error: which error the contract allowed it, from what the server
 /// did while it waited and what the caller's session was — the rules ``ErrorRule`` states.
 extension ContractJudge {
+    /// Where the clock jumps while calls run (``clockMovesDuringCalls``), whether `refresh`'s token
+    /// had expired by the end of `call`: the jump may have come between the server's answer and
+    /// the store taking it in, so for the store the token arrived expired, a failed refresh.
+    func expiredBeforeTakenIn(_ refresh: LedgerEntry, by call: ObservedCall, _ timeline: SessionTimeline) -> Bool {
+        guard clockMovesDuringCalls, let generation = refresh.issuedGeneration,
+            let record = timeline.issued[generation]
+        else { return false }
+        return record.expiresAt <= call.endedAt
+    }
+
     package func judgeError(
         _ error: SessionError, call: ObservedCall, who: String, _ timeline: SessionTimeline, calls: [ObservedCall] = []
     ) -> Finding? {
@@ -21,7 +31,9 @@ extension ContractJudge {
                 trace: ["the harness cancelled other callers waiting on the same refresh, not this one"]
                     + attemptsTrace(refreshes, during: call, timeline))
         case .refreshFailed:
-            let during = refreshes.filter { $0.isPassingFailure && answered($0, within: call) }
+            let during = refreshes.filter {
+                ($0.isPassingFailure || expiredBeforeTakenIn($0, by: call, timeline)) && answered($0, within: call)
+            }
             if let cancelled = during.first(where: { $0.outcome == .dropped || $0.lostByClient }),
                 !during.contains(where: { $0.outcome != .dropped && !$0.lostByClient })
             {

@@ -65,16 +65,27 @@ package struct ContractJudge {
     /// one runs, the store may have a refresh of it under way that the server has not seen yet:
     /// the request is on its way (over a socket, or on a thread the machine has not run yet), and
     /// the caller waits for it. Once every one has returned, that refresh was answered or failed.
-    package private(set) var rejections: [UInt64: [(started: Int64, ended: Int64)]] = [:]
+    /// A 401 whose caller was cancelled may return before the refresh it started does (the store
+    /// carries on for others, or on its own): `cancelled` marks those.
+    package private(set) var rejections: [UInt64: [(started: Int64, ended: Int64, cancelled: Bool)]] = [:]
+    /// When each generation was first handed out (real nanoseconds).
+    package private(set) var firstHandedOut: [UInt64: Int64] = [:]
     /// Storage writes already judged, by account.
     package var writesJudged: [Int: Int] = [:]
     /// Sign-ins and sign-outs whose clearing of the storage was already judged, by account.
     package var endsJudged: [Int: Int] = [:]
 
-    package init(skew: Duration, paced: Bool = false, healthyServer: Bool = false) {
+    /// Whether the run moves the store's clock while calls are in flight (a generated program's
+    /// expiry, made by one caller while the others call): a call then owes a token unexpired at
+    /// its start, the last instant the store could know the clock would not move before it returned.
+    package let clockMovesDuringCalls: Bool
+
+    package init(skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMovesDuringCalls: Bool = false)
+    {
         self.skew = skew
         self.paced = paced
         self.healthyServer = healthyServer
+        self.clockMovesDuringCalls = clockMovesDuringCalls
     }
 
     /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
@@ -85,8 +96,12 @@ package struct ContractJudge {
                 call.token.flatMap { token in timeline.issued[token.generation].map { (call, $0.family) } }
             })
         for call in calls {
+            if let generation = call.token?.generation {
+                firstHandedOut[generation] = min(firstHandedOut[generation] ?? .max, call.endedNanos)
+            }
             guard case .tokenRejected(let generation) = call.request else { continue }
-            rejections[generation, default: []].append((call.startedNanos, call.endedNanos))
+            rejections[generation, default: []].append(
+                (call.startedNanos, call.endedNanos, call.wasCancelled && call.error == .cancelled))
         }
         // Told the session is over because the server refused it: 'refresh token revoked', or
         // 'signed out' by the end of a call whose session the server had refused (ErrorRule).
@@ -308,20 +323,28 @@ package struct ContractJudge {
         }
         // I4: unexpired when returned; a token held before the call, outside the skew. (Not for the
         // waiters of a refresh whose token arrived expired: the store had no fresh one to give
-        // them; what it owes then is to keep the rotated refresh token, which the ledger judges.)
+        // them; what it owes then is to keep the rotated refresh token, which the ledger judges.
+        // Where the clock jumps while calls run, unexpired when the call started.)
+        let owedUntil = clockMovesDuringCalls ? call.startedAt : call.endedAt
         let delivered = timeline.deliveredAt[token.generation] ?? .max
         let heldBefore = delivered < call.startedNanos
+        // Where the clock jumps, it may jump between a refresh's answer and the store taking it in
+        // (its task not yet resumed): a refreshed token nobody had been handed before this call is
+        // one the store may have only now received, and judged like a token that arrived expired.
+        let takenInLate =
+            clockMovesDuringCalls && heldBefore && (firstHandedOut[token.generation] ?? .max) >= call.startedNanos
+            && timeline.entries.contains { $0.call == .refresh && $0.issuedGeneration == token.generation }
         // Inside the skew, not on its edge: whether a token exactly `skew` from expiry is due is
         // the store's to decide (`expires - now > skew` and `>=` are both in use).
-        if heldBefore || !timeline.expiredOnArrival.contains(token.generation),
-            record.expiresAt <= call.endedAt || (heldBefore && record.expiresAt < call.startedAt + skew)
+        if !takenInLate, heldBefore || !timeline.expiredOnArrival.contains(token.generation),
+            record.expiresAt <= owedUntil || (heldBefore && record.expiresAt < call.startedAt + skew)
         {
             let expired = record.expiresAt <= call.startedAt
             return Finding(
                 invariant: .fresh,
                 summary: expired
                     ? "\(who) got generation \(token.generation), already expired when it asked"
-                    : record.expiresAt <= call.endedAt
+                    : record.expiresAt <= owedUntil
                         ? "\(who) got generation \(token.generation), expired when returned"
                         : "\(who) got generation \(token.generation), due for refresh: within the refresh skew of expiry",
                 trace: [
@@ -370,7 +393,8 @@ package struct ContractJudge {
 
     /// `currentToken()` answered `nil`: only when no session was surely current, its token was
     /// due, or a refresh was possibly under way — at the server, or asked for by a 401 of the
-    /// newest token that was running during the call — (or the store was still taking in the
+    /// newest token that was running during the call, or by one whose caller was cancelled before
+    /// the server answered the refresh it started — (or the store was still taking in the
     /// newest grant).
     private func judgeNil(
         _ call: ObservedCall, who: String, _ timeline: SessionTimeline, requireHandedOut: Bool = true
@@ -385,8 +409,16 @@ package struct ContractJudge {
             timeline.refreshOverlaps(family: family, call.startedNanos, call.endedNanos) == nil,
             let newest = timeline.newestDelivered(family: family, by: call.startedNanos),
             let record = timeline.issued[newest], record.expiresAt > call.endedAt + skew,
-            !(rejections[newest] ?? []).contains(where: {
-                $0.started <= call.endedNanos && $0.ended >= call.startedNanos
+            // A 401 of the newest token running during the call, or one cancelled before it whose
+            // refresh the server had not answered yet (on its way, or not sent).
+            !(rejections[newest] ?? []).contains(where: { rejection in
+                rejection.started <= call.endedNanos
+                    && (rejection.ended >= call.startedNanos
+                        || (rejection.cancelled
+                            && !timeline.refreshes(of: family).contains {
+                                $0.presentedGeneration == newest && $0.sentAt >= rejection.started
+                                    && ($0.respondedAt ?? .max) < call.startedNanos
+                            }))
             }),
             // The store had taken the newest grant in: a caller had been handed it.
             !requireHandedOut

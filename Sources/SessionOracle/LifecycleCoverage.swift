@@ -53,7 +53,9 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
     /// The transitions the default scenarios drive, together, for a store with every capability:
     /// each event from each state it can meet.
     public static let expected: [Transition] = {
-        func all(_ event: Event, _ states: [State]) -> [Transition] { states.map { Transition(state: $0, event: event) } }
+        func all(_ event: Event, _ states: [State]) -> [Transition] {
+            states.map { Transition(state: $0, event: event) }
+        }
         let signedIn: [State] = [.fresh, .due, .expired, .refreshing, .revoked]
         return all(.validToken, [.signedOut] + signedIn)
             + all(.rejectedCurrent, [.fresh, .expired, .refreshing, .revoked])
@@ -104,15 +106,22 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                     if let state { seen.insert(Transition(state: state, event: .signOut)) }
                 case .signIn(let slot, let family):
                     let kind: Event =
-                        family == nil ? .signInRefused : previousSlot == nil || previousSlot == slot ? .signInSameUser
-                        : .signInOtherUser
+                        family == nil
+                        ? .signInRefused
+                        : previousSlot == nil || previousSlot == slot
+                            ? .signInSameUser
+                            : .signInOtherUser
                     if let state { seen.insert(Transition(state: state, event: kind)) }
                     if family != nil { previousSlot = slot }
                 }
-                if calls.contains(where: { $0.account == account && $0.startedNanos < event.startedNanos && $0.endedNanos > event.startedNanos }) {
+                if calls.contains(where: {
+                    $0.account == account && $0.startedNanos < event.startedNanos && $0.endedNanos > event.startedNanos
+                }) {
                     parkedAcrossFence = true
                 }
-                if calls.contains(where: { $0.account == account && $0.caller == -1 && $0.startedNanos > event.returnedNanos }) {
+                if calls.contains(where: {
+                    $0.account == account && $0.caller == -1 && $0.startedNanos > event.returnedNanos
+                }) {
                     readRightAfterFence = true
                 }
             }
@@ -131,6 +140,25 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                 if let event { seen.insert(Transition(state: .refreshing, event: event)) }
             }
         }
+    }
+
+    /// The expected transitions (``expected``; `currentToken()`'s only for a store with the
+    /// synchronous read) not seen, in order.
+    public func missing(synchronousRead: Bool) -> (expected: Int, missing: [Transition]) {
+        let expected = Self.expected.filter { $0.event != .currentToken || synchronousRead }
+        return (expected.count, expected.filter { !seen.contains($0) })
+    }
+
+    /// `22 of 33 transitions; not driven: …` (four named, then a count).
+    public func summary(synchronousRead: Bool) -> String {
+        let (expected, missing) = missing(synchronousRead: synchronousRead)
+        var text = "\(expected - missing.count) of \(expected) transitions"
+        if !missing.isEmpty {
+            text +=
+                "; not driven: " + missing.prefix(4).map(\.description).joined(separator: ", ")
+                + (missing.count > 4 ? ", and \(missing.count - 4) more" : "")
+        }
+        return text
     }
 
     /// Another run's transitions, added to these.

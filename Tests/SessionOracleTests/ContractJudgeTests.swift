@@ -53,10 +53,12 @@ struct ContractJudgeTests {
                 wasCancelled: false)
         }
 
-        func token(_ token: AccessToken) -> ObservedCall.Answer { .token(ObservedCall.issued(token, subjects: subjects)) }
+        func token(_ token: AccessToken) -> ObservedCall.Answer {
+            .token(ObservedCall.issued(token, subjects: subjects))
+        }
 
-        func judge(_ calls: [ObservedCall], skew: Duration = .seconds(1)) -> [Invariant] {
-            var judge = ContractJudge(skew: skew)
+        func judge(_ calls: [ObservedCall], skew: Duration = .seconds(1), clockMoves: Bool = false) -> [Invariant] {
+            var judge = ContractJudge(skew: skew, clockMovesDuringCalls: clockMoves)
             var found: [Invariant] = []
             let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
             judge.judge(calls, timeline: timeline) { found.append($0.invariant) }
@@ -89,9 +91,11 @@ struct ContractJudgeTests {
             value: String(repeating: "x", count: real.value.utf8.count), subject: real.subject,
             generation: real.generation, expiresAt: real.expiresAt)
         let extended = AccessToken(
-            value: real.value, subject: real.subject, generation: real.generation, expiresAt: real.expiresAt + .seconds(60))
+            value: real.value, subject: real.subject, generation: real.generation,
+            expiresAt: real.expiresAt + .seconds(60))
         let earlier = AccessToken(
-            value: real.value, subject: real.subject, generation: real.generation, expiresAt: real.expiresAt - .seconds(60))
+            value: real.value, subject: real.subject, generation: real.generation,
+            expiresAt: real.expiresAt - .seconds(60))
         #expect(history.judge([history.call(history.token(real))]).isEmpty)
         #expect(history.judge([history.call(history.token(torn))]) == [.genuine])
         #expect(history.judge([history.call(history.token(extended))]) == [.genuine])
@@ -141,8 +145,11 @@ struct ContractJudgeTests {
         #expect(history.judge([handed, stale, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
         let running = rejection(second.accessToken)
         #expect(history.judge([handed, running, history.call(.none, request: .currentToken, caller: 2)]).isEmpty)
-        // A 401 that had returned before the nil started excuses nothing: its refresh was over.
+        // A 401 that had returned before the nil started, its refresh answered, excuses nothing:
+        // that refresh was over.
         let returned = rejection(second.accessToken, returnsAfter: 1)
+        history.server.injectRefreshFaults(.transientFailure)
+        _ = try? await history.server.refresh(second.refreshToken)
         try await Task.sleep(for: .milliseconds(1))
         #expect(history.judge([handed, returned, history.call(.none, request: .currentToken, caller: 2)]) == [.served])
         // Nor does one that started after the nil returned.
@@ -214,11 +221,15 @@ struct ContractJudgeTests {
         let grant = try await history.signIn(0)
         let rejected = try await history.server.refresh(grant.refreshToken)
         history.server.revokeSessions(of: history.subjects[0][0])
-        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(rejected.refreshToken) }
+        await #expect(throws: TokenEndpointError.invalidGrant) {
+            try await history.server.refresh(rejected.refreshToken)
+        }
         let told = history.call(.error(.refreshTokenRevoked))
         let zombie = history.call(history.token(rejected.accessToken), caller: 2)
         #expect(history.judge([told, zombie]) == [.revocationFinal])
-        await #expect(throws: TokenEndpointError.invalidGrant) { try await history.server.refresh(rejected.refreshToken) }
+        await #expect(throws: TokenEndpointError.invalidGrant) {
+            try await history.server.refresh(rejected.refreshToken)
+        }
         #expect(history.judge([told]) == [.revocationFinal])
     }
 

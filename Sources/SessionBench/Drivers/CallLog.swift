@@ -65,12 +65,15 @@ final class CallLog: Sendable {
     /// `paced`: judge a store's own refusals like any error, with no excuse for a refresh rate
     /// limit on real time (``ContractJudge/paced``); `healthyServer`: the server had no faults and
     /// no transport (``ContractJudge/healthyServer``).
-    func judge(skew: Duration, paced: Bool = false, healthyServer: Bool = false, into oracle: Oracle)
-        -> LifecycleCoverage
-    {
+    /// `clockMoves`: the run moves the clock while calls are in flight
+    /// (``ContractJudge/clockMovesDuringCalls``).
+    func judge(
+        skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMoves: Bool = false, into oracle: Oracle
+    ) -> LifecycleCoverage {
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
-        var judge = ContractJudge(skew: skew, paced: paced, healthyServer: healthyServer)
+        var judge = ContractJudge(
+            skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves)
         oracle.record(judge.findings(calls, timeline: timeline) + judge.serverCallFindings(timeline))
         var coverage = LifecycleCoverage()
         coverage.add(calls, timeline: timeline, skew: skew)

@@ -86,17 +86,18 @@ struct ControlledWorld {
     /// unless `healthyServer` is false (the flaky rounds' server fails on purpose).
     /// `digested`: with the digest of what was done (none for a schedule that could not start).
     func judged(
-        digested: Bool = true, healthyServer: Bool = true
+        digested: Bool = true, healthyServer: Bool = true, clockMoves: Bool = false
     ) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
         let (calls, entries) = (log.calls, server.ledger.entries)
         if digested {
             let handed = Set(calls.compactMap { $0.token?.generation })
             oracle.auditLedger(entries) { handed.contains($0) }
         }
-        _ = log.judge(skew: skew, paced: true, healthyServer: healthyServer, into: oracle)
+        let coverage = log.judge(
+            skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves, into: oracle)
         return (
             oracle.violations, digested ? Exploration.digest(entries, calls) : 0,
-            Exploration.StormTrace(calls: calls, entries: entries)
+            Exploration.StormTrace(calls: calls, entries: entries, coverage: coverage)
         )
     }
 

@@ -12,15 +12,15 @@ import TokenServer
 ///
 /// Covered: round-based storms of expiries (`expiry-storm`) and of 401s (`401-storm`), expiries
 /// met by a sign-out or a user switch (`sign-out-race`, `user-switch`) or by cancellations
-/// (`cancellation-storm`) at a point the schedule picks, and storms against a server that fails
-/// as the schedule picks (`flaky-server`); stores whose work runs as tasks,
+/// (`cancellation-storm`) at a point the schedule picks, storms against a server that fails
+/// as the schedule picks (`flaky-server`), and programs the schedule writes (`generated`); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [
-        .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer,
+        .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer, .generated,
     ]
 
     public var store: StoreDescriptor
@@ -66,6 +66,8 @@ public struct Exploration: Sendable {
         /// schedule held (PCT's n): `nil` when not counted.
         public var preemptions: Int?
         public var tasks: Int?
+        /// The generated program the schedule ran (`generated`), a line per caller and round.
+        public var program: [String] { trace.program }
 
         /// Whether this run ended the way `failing` did and broke every invariant it broke: the
         /// same failure, as a shrunk schedule must keep it.
@@ -79,6 +81,14 @@ public struct Exploration: Sendable {
     struct StormTrace: Sendable {
         var calls: [ObservedCall] = []
         var entries: [LedgerEntry] = []
+        /// What happened beside the calls and the server's work: an expiry, a sign-in, a sign-out.
+        var marks: [ProgramMark] = []
+        /// A generated program's steps, a line per caller and round, and the values chosen for
+        /// them, in order (``FixedValues`` plays them again).
+        var program: [String] = []
+        var programValues: [Int] = []
+        /// The lifecycle transitions the schedule drove.
+        var coverage = LifecycleCoverage()
     }
 
     /// What exploring found.
@@ -95,6 +105,8 @@ public struct Exploration: Sendable {
         /// Invariants the schedules broke that the store declares it breaks: the verdict is
         /// `known` when nothing else broke.
         public var known: Set<Invariant> = []
+        /// The lifecycle transitions the schedules drove, together.
+        public var coverage = LifecycleCoverage()
     }
 
     /// How many of `schedules` job `job` of `jobs` runs: indices `job`, `job + jobs`, … below the total.
@@ -133,6 +145,7 @@ public struct Exploration: Sendable {
             longest = max(longest, run.schedule.choices.count)
             outcome.uncontrolledJobs = run.uncontrolledJobs
             outcome.known.formUnion(run.known)
+            outcome.coverage.merge(run.trace.coverage)
             outcome.seconds = (ContinuousClock.now - started).secondsValue
             if run.uncontrolledJobs > 0 { break }
             let finished = if case .finished = run.end { true } else { false }
@@ -176,6 +189,7 @@ public struct Exploration: Sendable {
                     case .rejectionStorm: await Self.rejectionRounds(store, scenario)
                     case .cancellationStorm: await Self.cancellationRounds(store, scenario)
                     case .flakyServer: await Self.flakyRounds(store, scenario)
+                    case .generated: await Self.generatedRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

@@ -81,6 +81,9 @@ extension Exploration.Run {
             events.append(
                 Event(nanos: call.endedNanos, order: 2 * order + 1, caller: call.caller, phase: call.phase, text: got))
         }
+        for mark in trace.marks {
+            events.append(Event(nanos: mark.nanos, order: 0, caller: mark.caller, phase: mark.phase, text: mark.text))
+        }
         for entry in trace.entries {
             let presented = entry.presentedGeneration.map { " g\($0)" } ?? ""
             let issued = entry.issuedGeneration.map { " → g\($0)" } ?? ""

@@ -5,7 +5,7 @@ import SessionOracle
 enum ScenarioFamilies {
     static let all: [any ScenarioFamily.Type] = [
         StormFamily.self, SteadyFamily.self, CrashRestartFamily.self, SharedStorageFamily.self, StepUpFamily.self,
-        SessionStatesFamily.self,
+        SessionStatesFamily.self, GeneratedFamily.self,
     ]
 
     static func family(of kind: Scenario.Kind) -> any ScenarioFamily.Type {

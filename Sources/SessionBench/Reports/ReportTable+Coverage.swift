@@ -10,6 +10,8 @@ extension ResultsReport {
         let of: Int
         let missing: [LifecycleCoverage.Transition]
         let notJudged: [String]
+        /// `22 of 33 transitions; not driven: …`.
+        let summary: String
     }
 
     func coverageLines() -> [CoverageLine] {
@@ -24,10 +26,7 @@ extension ResultsReport {
             }
             guard any else { return nil }
             let offers = runs.compactMap(\.offers).first ?? []
-            let expected = LifecycleCoverage.expected.filter {
-                $0.event != .currentToken || offers.contains(.synchronousRead)
-            }
-            let missing = expected.filter { !coverage.seen.contains($0) }
+            let (expected, missing) = coverage.missing(synchronousRead: offers.contains(.synchronousRead))
             let ran = Set(runs.map(\.kind))
             var notJudged: [String] = []
             func promise(_ offer: StoreOffers, _ what: String, _ kinds: [Scenario.Kind], _ scenario: String) {
@@ -52,8 +51,8 @@ extension ResultsReport {
                 promise(requirement.offer, what, family.kinds, kind.rawValue)
             }
             return CoverageLine(
-                store: store, driven: expected.count - missing.count, of: expected.count, missing: missing,
-                notJudged: notJudged)
+                store: store, driven: expected - missing.count, of: expected, missing: missing,
+                notJudged: notJudged, summary: coverage.summary(synchronousRead: offers.contains(.synchronousRead)))
         }
     }
 
@@ -65,12 +64,7 @@ extension ResultsReport {
             markdown
             ? "### Coverage\n\n" : "coverage (lifecycle transitions the scenarios drove; promises not judged):\n"
         for line in lines {
-            var text = "\(line.store): \(line.driven) of \(line.of) transitions"
-            if !line.missing.isEmpty {
-                text +=
-                    "; not driven: " + line.missing.prefix(4).map(\.description).joined(separator: ", ")
-                    + (line.missing.count > 4 ? ", and \(line.missing.count - 4) more" : "")
-            }
+            var text = "\(line.store): \(line.summary)"
             if !line.notJudged.isEmpty { text += "; not judged: " + line.notJudged.joined(separator: "; ") }
             out += (markdown ? "- " : "  ") + text + "\n"
         }

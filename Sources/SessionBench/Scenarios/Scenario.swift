@@ -42,6 +42,9 @@ public struct Scenario: Sendable, Hashable, Codable {
         /// Subscribers to the store's state (1, then `tasks` of them) through sign-ins, refreshes,
         /// a sign-out racing a refresh, user switches and a revocation.
         case sessionStates = "session-states"
+        /// Rounds of generated programs: each caller a short sequence of the contract's calls,
+        /// expiries, sign-ins, sign-outs and cancellations, all callers at once.
+        case generated
     }
 
     public var name: String
@@ -206,7 +209,8 @@ public struct Scenario: Sendable, Hashable, Codable {
             if kind == .replicas, !backend.isServer {
                 throw .invalid(
                     "\(name): replicas share a session through a database server; \(backend.name) keeps it in a "
-                        + "folder (known: \(StorageBackendCatalog.all.filter(\.isServer).map(\.name).joined(separator: ", ")))")
+                        + "folder (known: \(StorageBackendCatalog.all.filter(\.isServer).map(\.name).joined(separator: ", ")))"
+                )
             }
             if kind == .crashRestart, backend.isServer {
                 throw .invalid("\(name): crash-restart runs over a backend in a folder; \(backend.name) is a server's")

@@ -25,7 +25,8 @@ public enum ScenarioCatalog {
             whatHappens: "4 callers read a long-lived token as fast as they can (or at `--rate`)"),
         ScenarioPreset(
             {
-                var scenario = Scenario(name: "writes-under-reads", kind: .steadyReads, tasks: 4, duration: .milliseconds(400))
+                var scenario = Scenario(
+                    name: "writes-under-reads", kind: .steadyReads, tasks: 4, duration: .milliseconds(400))
                 scenario.writeInterval = .milliseconds(1)
                 return scenario
             }(),
@@ -164,6 +165,20 @@ public enum ScenarioCatalog {
                 of sign-in, expiry, 401, a subscriber joining mid-session, ten 401s back to back, sign-out while a \
                 refresh is held at the server (landing after it), sign-in, user switch, revocation, and a final \
                 sign-out; observer lag from the call that makes a change to each subscriber's receipt
+                """),
+        ScenarioPreset(
+            Scenario(
+                name: "generated", kind: .generated, tasks: 4, rounds: 400,
+                latency: .uniform(.microseconds(50), .microseconds(500))),
+            whatHappens:
+                """
+                400 generated programs, each of 4 callers at once, each caller up to 5 steps drawn from the seed: \
+                `validToken`, `tokenRejected` of the last token it saw, `currentToken`, an expiry, a token come \
+                due, a sign-in as either of two users (or refused), a sign-out, a read or 401 cancelled from \
+                another task, a server that fails, times out, loses its answer or revokes; every call judged \
+                against the contract's model. `explore --scenario generated` makes each step and each \
+                interleaving a choice of the schedule, and shrinks a failing program — see \
+                [explore](explore.md#generated-programs)
                 """),
     ]
 

@@ -126,6 +126,10 @@ struct CompareExploration {
         }
         guard !outcome.violations.isEmpty else { return nil }
         var lines: [String] = []
+        if let program = outcome.program {
+            lines.append("the program:")
+            lines += program.map { "  " + $0 }
+        }
         if let table = outcome.interleaving, !table.isEmpty {
             lines.append("the interleaving (g3: the token of generation 3):")
             lines += table.map { "  " + $0 }

@@ -34,6 +34,10 @@ public enum ExploreChild {
         var shrinkTried: Int?
         /// The schedule that broke an invariant, a column per caller (``Exploration/Run/interleaving(rows:columns:)``).
         var interleaving: [String]?
+        /// The lifecycle transitions the schedules drove, together.
+        var coverage: LifecycleCoverage?
+        /// The generated program the failing schedule ran (`generated`), a line per caller and round.
+        var program: [String]?
         /// Set by the parent when the child did not finish: hung, crashed, or could not run.
         var problem: String?
         var verdict: ScenarioResult.Verdict?
@@ -78,7 +82,10 @@ public enum ExploreChild {
             outcome.preemptions = run.preemptions
             outcome.tasks = run.tasks
             outcome.known = run.known.isEmpty ? nil : run.known.sorted { $0.rawValue < $1.rawValue }
-            if !run.violations.isEmpty { outcome.interleaving = run.interleaving() }
+            if !run.violations.isEmpty {
+                outcome.interleaving = run.interleaving()
+                outcome.program = run.program.isEmpty ? nil : run.program
+            }
             if case .diverged = run.end {
                 outcome.verdict = .error
                 outcome.problem = "the schedule does not replay: it \(describe(run.end))"
@@ -90,8 +97,10 @@ public enum ExploreChild {
                 return schedules < share
             }
             // The failure printed is the found one shrunk to its fewest preemptions.
-            let shrunk = found.failing.flatMap { $0.uncontrolledJobs == 0 ? exploration.shrink($0) : nil }
-            let failing = shrunk?.run ?? found.failing
+            // A generated program first loses the steps the failure does not need.
+            let smaller = found.failing.map { $0.uncontrolledJobs == 0 ? exploration.shrinkProgram($0) : $0 }
+            let shrunk = smaller.flatMap { $0.uncontrolledJobs == 0 ? exploration.shrink($0) : nil }
+            let failing = shrunk?.run ?? smaller
             outcome = Outcome(
                 schedules: found.schedules, steps: found.steps, seconds: found.seconds,
                 uncontrolledJobs: found.uncontrolledJobs, schedule: failing?.schedule.description,
@@ -99,6 +108,7 @@ public enum ExploreChild {
                 violations: failing?.violations ?? [],
                 digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
             outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
+            outcome.coverage = found.coverage
             if let shrunk {
                 outcome.preemptions = shrunk.run.preemptions
                 outcome.tasks = shrunk.run.tasks
@@ -106,7 +116,10 @@ public enum ExploreChild {
                 outcome.foundSteps = shrunk.foundSteps
                 outcome.shrinkTried = shrunk.tried
             }
-            if let failing, !failing.violations.isEmpty { outcome.interleaving = failing.interleaving() }
+            if let failing, !failing.violations.isEmpty {
+                outcome.interleaving = failing.interleaving()
+                outcome.program = failing.program.isEmpty ? nil : failing.program
+            }
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -172,6 +185,9 @@ public enum ExploreChild {
         let known = Set(outcomes.flatMap { $0.known ?? [] })
         outcome.known = known.isEmpty ? nil : known.sorted { $0.rawValue < $1.rawValue }
         outcome.seconds = seconds
+        var coverage = LifecycleCoverage()
+        for other in outcomes.compactMap(\.coverage) { coverage.merge(other) }
+        outcome.coverage = outcomes.contains { $0.coverage != nil } ? coverage : nil
         return outcome
     }
 

@@ -53,7 +53,7 @@ struct ExploreOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm or flaky-server (default: expiry-storm)."
+            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server or generated (default: expiry-storm)."
     )
     var scenario = "expiry-storm"
 
@@ -86,7 +86,8 @@ struct ExploreOptions: ParsableArguments {
     var tasks = 4
 
     @Option(
-        name: .long, help: "Expiries per schedule, 1 to 1000 (default: 2).", transform: ArgumentText.whole(1...1_000))
+        name: .long, help: "Rounds per schedule (expiries, 401 storms or programs), 1 to 1000 (default: 2).",
+        transform: ArgumentText.whole(1...1_000))
     var rounds = 2
 
     @Option(

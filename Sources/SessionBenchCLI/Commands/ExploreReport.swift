@@ -15,7 +15,7 @@ struct ExploreReport {
             plan.replay.map { "replaying a \($0.strategy.rawValue) schedule of seed \($0.seed)" }
             ?? (plan.strategy == .pct ? "PCT, depth \(plan.depth)" : "random walk") + ", seed \(plan.seed)"
         return
-            "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) \(plan.scenario.kind == .rejectionStorm ? "401 storms" : "expiries"), \(what)"
+            "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) \(Self.rounds(plan.scenario.kind)), \(what)"
     }
 
     mutating func add(store: String, _ outcome: ExploreChild.Outcome) { rows.append((store, outcome)) }
@@ -64,6 +64,16 @@ struct ExploreReport {
             }
             lines.append(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
+        let covered = rows.compactMap { row in
+            row.outcome.coverage.map { coverage in
+                let offers = StoreRegistry.named(row.store).map(StoreOffers.init) ?? []
+                return "  \(row.store): " + coverage.summary(synchronousRead: offers.contains(.synchronousRead))
+            }
+        }
+        if plan.replay == nil, !covered.isEmpty {
+            lines.append("coverage (lifecycle transitions the schedules drove, as compare counts them):")
+            lines += covered
+        }
         for row in rows {
             let outcome = row.outcome
             if let problem = outcome.problem { lines.append("\(row.store): \(problem)") }
@@ -89,6 +99,10 @@ struct ExploreReport {
                 lines.append("  \(violation.invariant): \(violation.summary)")
                 for step in violation.trace.prefix(6) { lines.append("    \(step)") }
             }
+            if let program = outcome.program {
+                lines.append("  the program (shrunk with the schedule):")
+                lines += program.map { "    \($0)" }
+            }
             if let table = outcome.interleaving, !table.isEmpty {
                 lines.append("  the interleaving (g3: the token of generation 3):")
                 lines += table.map { "    \($0)" }
@@ -112,6 +126,15 @@ struct ExploreReport {
         }
         return counted + " (shrunk from \(found) preemption\(found == 1 ? "" : "s") and \(steps) steps, "
             + "\(tried) schedule\(tried == 1 ? "" : "s") tried)"
+    }
+
+    /// What a round of `kind` is, for the heading.
+    static func rounds(_ kind: Scenario.Kind) -> String {
+        switch kind {
+        case .rejectionStorm: "401 storms"
+        case .generated: "programs"
+        default: "expiries"
+        }
     }
 
     static func rate(_ value: Double) -> String {
