@@ -52,10 +52,23 @@ extension ExploreCommandTests {
         for store in ["lock-free-read", "mutex", "nslock", "actor-task", "actor-fast-read", "main-actor"] {
             #expect(Self.row(store, in: correct.stdout).prefix(3) == [store, "pass", "400"], "\(correct.stdout)")
         }
+        // A cancellation lands at every point of actor-task's refresh: before the call, while the
+        // refresh is not sent, at the server, answered before the caller is back, after.
+        let cancels = try #require(
+            correct.stdout.split(separator: "\n").first { $0.hasPrefix("  actor-task: before the call") },
+            "\(correct.stdout)")
+        for point in [
+            "before the call", "refresh not sent yet", "refresh at the server", "answered, caller not back",
+            "after the call returned",
+        ] {
+            let count = cancels.components(separatedBy: point + " ").dropFirst().first?.prefix { $0.isNumber }
+            #expect(count.flatMap { Int($0) }.map { $0 > 0 } == true, "\(point): \(cancels)")
+        }
         // The programs drive every transition of the lifecycle a named storm drives a few of.
         #expect(correct.stdout.contains("  mutex: 33 of 33 transitions\n"), "\(correct.stdout)")
         let storm = try await ToolProcess.run(
-            ["explore", "--stores", "mutex", "--scenario", "expiry-storm", "--schedules", "400", "--quiet"], timeout: 120)
+            ["explore", "--stores", "mutex", "--scenario", "expiry-storm", "--schedules", "400", "--quiet"],
+            timeout: 120)
         #expect(storm.stdout.contains("  mutex: 6 of 33 transitions; not driven: "), "\(storm.stdout)")
         let wrong = try await ToolProcess.run(
             [

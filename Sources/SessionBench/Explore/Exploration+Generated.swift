@@ -36,6 +36,8 @@ extension Exploration {
         await world.log.signOut(world.store)
         var judged = world.judged(clockMoves: true)
         judged.trace.marks = player.marks
+        judged.trace.cancelPoints = CancelPoint.points(
+            judged.trace.calls, marks: player.marks, entries: judged.trace.entries)
         judged.trace.program = lines
         judged.trace.programValues = values
         return judged

@@ -89,6 +89,8 @@ public struct Exploration: Sendable {
         var programValues: [Int] = []
         /// The lifecycle transitions the schedule drove.
         var coverage = LifecycleCoverage()
+        /// Where each cancellation of a generated program landed in the call it cancelled.
+        var cancelPoints: [CancelPoint] = []
     }
 
     /// What exploring found.
@@ -107,6 +109,8 @@ public struct Exploration: Sendable {
         public var known: Set<Invariant> = []
         /// The lifecycle transitions the schedules drove, together.
         public var coverage = LifecycleCoverage()
+        /// How many cancellations landed at each point of the calls they cancelled (`generated`).
+        public var cancelPoints: [String: Int] = [:]
     }
 
     /// How many of `schedules` job `job` of `jobs` runs: indices `job`, `job + jobs`, … below the total.
@@ -146,6 +150,7 @@ public struct Exploration: Sendable {
             outcome.uncontrolledJobs = run.uncontrolledJobs
             outcome.known.formUnion(run.known)
             outcome.coverage.merge(run.trace.coverage)
+            for point in run.trace.cancelPoints { outcome.cancelPoints[point.rawValue, default: 0] += 1 }
             outcome.seconds = (ContinuousClock.now - started).secondsValue
             if run.uncontrolledJobs > 0 { break }
             let finished = if case .finished = run.end { true } else { false }

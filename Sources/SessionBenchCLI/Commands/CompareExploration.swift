@@ -24,14 +24,16 @@ struct CompareExploration {
 
     /// What `explore` runs for `scenario`: its kind's preset at explore's size, with the run's
     /// seed; `nil` for a scenario the controlled scheduler does not drive.
-    static func explored(_ scenario: Scenario) -> Scenario? {
-        guard Exploration.scenarios.contains(scenario.kind),
-            var preset = ScenarioCatalog.all.first(where: { $0.kind == scenario.kind })
+    static func explored(_ scenario: Scenario) -> Scenario? { explored(kind: scenario.kind, seed: scenario.seed) }
+
+    /// What `explore` runs for a result of `kind` seeded `seed`.
+    static func explored(kind: Scenario.Kind, seed: UInt64) -> Scenario? {
+        guard Exploration.scenarios.contains(kind), var preset = ScenarioCatalog.all.first(where: { $0.kind == kind })
         else { return nil }
         preset.tasks = tasks
         preset.rounds = rounds
         preset.accounts = 1
-        preset.seed = scenario.seed
+        preset.seed = seed
         return preset
     }
 
@@ -48,10 +50,8 @@ struct CompareExploration {
         let work: [(index: Int, plan: ExplorePlan)] = results.indices.compactMap { index in
             let result = results[index]
             guard result.repeatIndex ?? 0 == 0, result.verdict != .notRun,
-                let scenario = ScenarioCatalog.all.first(where: { $0.kind == result.kind }),
-                var explored = Self.explored(scenario)
+                let explored = Self.explored(kind: result.kind, seed: result.seed)
             else { return nil }
-            explored.seed = result.seed
             return (
                 index,
                 ExplorePlan(

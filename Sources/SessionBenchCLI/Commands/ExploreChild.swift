@@ -36,6 +36,8 @@ public enum ExploreChild {
         var interleaving: [String]?
         /// The lifecycle transitions the schedules drove, together.
         var coverage: LifecycleCoverage?
+        /// How many cancellations landed at each point of the calls they cancelled (`generated`).
+        var cancelPoints: [String: Int]?
         /// The generated program the failing schedule ran (`generated`), a line per caller and round.
         var program: [String]?
         /// Set by the parent when the child did not finish: hung, crashed, or could not run.
@@ -109,6 +111,7 @@ public enum ExploreChild {
                 digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
             outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
             outcome.coverage = found.coverage
+            outcome.cancelPoints = found.cancelPoints.isEmpty ? nil : found.cancelPoints
             if let shrunk {
                 outcome.preemptions = shrunk.run.preemptions
                 outcome.tasks = shrunk.run.tasks
@@ -188,6 +191,10 @@ public enum ExploreChild {
         var coverage = LifecycleCoverage()
         for other in outcomes.compactMap(\.coverage) { coverage.merge(other) }
         outcome.coverage = outcomes.contains { $0.coverage != nil } ? coverage : nil
+        let points = outcomes.compactMap(\.cancelPoints).reduce(into: [String: Int]()) { total, each in
+            total.merge(each, uniquingKeysWith: +)
+        }
+        outcome.cancelPoints = points.isEmpty ? nil : points
         return outcome
     }
 

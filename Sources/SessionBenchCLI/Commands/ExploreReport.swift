@@ -74,6 +74,16 @@ struct ExploreReport {
             lines.append("coverage (lifecycle transitions the schedules drove, as compare counts them):")
             lines += covered
         }
+        let cancelled = rows.compactMap { row in
+            row.outcome.cancelPoints.map { points in
+                "  \(row.store): "
+                    + CancelPoint.allCases.map { "\($0.rawValue) \(points[$0.rawValue] ?? 0)" }.joined(separator: ", ")
+            }
+        }
+        if plan.replay == nil, !cancelled.isEmpty {
+            lines.append("cancellations, by where they landed in the call they cancelled:")
+            lines += cancelled
+        }
         for row in rows {
             let outcome = row.outcome
             if let problem = outcome.problem { lines.append("\(row.store): \(problem)") }

@@ -119,7 +119,8 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         guard LoopbackHTTP.isLoopback(host) else {
-            throw UsageError("--host '\(Printable.name(host))': serve listens on loopback only; give 127.0.0.1, ::1 or localhost")
+            throw UsageError(
+                "--host '\(Printable.name(host))': serve listens on loopback only; give 127.0.0.1, ::1 or localhost")
         }
         let rates = [transientRate, timeoutRate, lostResponseRate]
         guard rates.reduce(0, +) <= 1 else {
@@ -134,7 +135,8 @@ struct Serve: AsyncParsableCommand {
         options.format = OutputOptions.Format(rawValue: format.rawValue) ?? .table
         // serve writes no JUnit: a .xml file gets --format, as any other extension would.
         options.output = output.map { path in
-            OutputOptions.split(path).0 == nil && path.lowercased().hasSuffix(".xml") ? "\(format.rawValue):\(path)" : path
+            OutputOptions.split(path).0 == nil && path.lowercased().hasSuffix(".xml")
+                ? "\(format.rawValue):\(path)" : path
         }
         return try options.destinations().map { destination throws(UsageError) in
             guard let format = VerdictFormat(rawValue: destination.format.rawValue) else {
@@ -223,7 +225,8 @@ struct Serve: AsyncParsableCommand {
             // still carries the verdicts' summary (counts only, never a token).
             let failed = verdicts.checks.filter { !$0.passed }.map(\.name)
             throw UsageError(
-                error.description + "; verdict: " + (verdicts.passed ? "PASS" : "FAIL (\(failed.joined(separator: ", ")))"))
+                error.description + "; verdict: "
+                    + (verdicts.passed ? "PASS" : "FAIL (\(failed.joined(separator: ", ")))"))
         }
     }
 }
@@ -248,19 +251,22 @@ enum LatencyText {
         struct Invalid: Error, CustomStringConvertible { let description: String }
         func duration(_ part: Substring) throws -> Duration {
             guard let seconds = DurationText.seconds(String(part)), (0...60).contains(seconds) else {
-                throw Invalid(description: "'\(Printable.name(String(part)))' is not a duration between 0s and 60s; \(help)")
+                throw Invalid(
+                    description: "'\(Printable.name(String(part)))' is not a duration between 0s and 60s; \(help)")
             }
             return DurationText.duration(seconds: seconds)
         }
         if let tilde = text.firstIndex(of: "~") {
-            guard let sigma = NumberText.decimal(String(text[text.index(after: tilde)...])), (0...3).contains(sigma) else {
+            guard let sigma = NumberText.decimal(String(text[text.index(after: tilde)...])), (0...3).contains(sigma)
+            else {
                 throw Invalid(description: "the log-normal sigma must be a number between 0 and 3; \(help)")
             }
             return .logNormal(median: try duration(text[..<tilde]), sigma: sigma)
         }
         let bounds = text.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         if bounds.count == 2 {
-            let low = try duration(bounds[0]), high = try duration(bounds[1])
+            let low = try duration(bounds[0])
+            let high = try duration(bounds[1])
             guard low <= high else { throw Invalid(description: "the lower bound is above the upper; \(help)") }
             return .uniform(low, high)
         }

@@ -88,7 +88,9 @@ struct Stress: AsyncParsableCommand {
                 }
             Log.progress(
                 "stress: \(iteration) iteration(s), seeds \(seeds), \(all.count) run(s), \(failures) not passed"
-                    + (expectations == nil ? "" : " (new violations, hangs or crashes), \(known) with known violations, \(stale.count) stale expectation(s)")
+                    + (expectations == nil
+                        ? ""
+                        : " (new violations, hangs or crashes), \(known) with known violations, \(stale.count) stale expectation(s)")
                     + String(format: ", %.0fs", (ContinuousClock.now - started).secondsValue))
         }
         var report = ResultsReport(results: all, metadata: .current(command: "stress"))
@@ -153,9 +155,12 @@ struct Stress: AsyncParsableCommand {
 /// command stays one line.
 enum ShellWord {
     static func quoted(_ word: String) -> String {
-        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "@%_+=:,./-".unicodeScalars.contains(scalar))
-        }
+        let plain =
+            !word.isEmpty
+            && word.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (CharacterSet.alphanumerics.contains(scalar) || "@%_+=:,./-".unicodeScalars.contains(scalar))
+            }
         let quoted = plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
         return Printable.name(quoted, limit: 4_096)
     }
