@@ -44,10 +44,16 @@ struct GeneratedDriver: ContextDriver {
             let program = GeneratedProgram.generated(callers: scenario.tasks) { Int(random.next() % UInt64($0)) }
             let caller = player.between(program)
             guard
-                case let seen?? = await bounded(
+                let prepared = await bounded(
                     phase: "round \(round) start", callers: 1, outcome: &outcome,
                     { await player.prepare(round: round, caller: caller) })
             else { break }
+            guard let seen = prepared else {
+                outcome.failure =
+                    "round \(round + 1) of \(scenario.rounds): the store could not be brought back to a session "
+                    + "(a read, a sign-in and a read again against a healthy server), so the programs stopped"
+                break
+            }
             guard
                 await bounded(
                     phase: "round \(round): " + program.lines.joined(separator: "; "), callers: scenario.tasks,

@@ -201,18 +201,21 @@ final class ProgramPlayer: Sendable {
     /// The caller number of the reads between programs.
     func between(_ program: GeneratedProgram) -> Int { program.callers.count }
 
-    /// Brings the store to a signed-in session for the next program: a read, and when the store
-    /// is signed out a sign-in of the first user and another read. The token read, or `nil` when
-    /// the store could not be brought there (the judge has the calls that say why).
+    /// Brings the store to a signed-in session for the next program, against a healthy server (a
+    /// fault the last program scripted and no refresh took is dropped): a read, and when it fails
+    /// (signed out, revoked, or a failure the store kept) a sign-in of the first user and another
+    /// read. The token read, or `nil` when the store could not be brought there (the judge has the
+    /// calls that say why).
     func prepare(round: Int, caller: Int) async -> AccessToken? {
         server.setContext("round \(round) start")
-        switch await log.call(.validToken, on: store, caller: caller, phase: "round \(round) start") {
-        case .success(let token): return token
-        case .failure(.signedOut), .failure(.refreshTokenRevoked):
-            do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return nil }
-            return try? await log.call(.validToken, on: store, caller: caller, phase: "round \(round) start").get()
-        case .failure: return nil
+        server.scriptRefreshes([])
+        server.scriptSignIns([])
+        let phase = "round \(round) start"
+        if case .success(let token) = await log.call(.validToken, on: store, caller: caller, phase: phase) {
+            return token
         }
+        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return nil }
+        return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
     }
 
     /// Plays `program`, every caller at once, each starting from `seen` as its last token.

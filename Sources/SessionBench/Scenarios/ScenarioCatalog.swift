@@ -168,11 +168,12 @@ public enum ScenarioCatalog {
                 """),
         ScenarioPreset(
             Scenario(
-                name: "generated", kind: .generated, tasks: 4, rounds: 400,
-                latency: .uniform(.microseconds(50), .microseconds(500))),
+                name: "generated", kind: .generated, tasks: 4, rounds: 200,
+                latency: .uniform(.microseconds(50), .microseconds(500)),
+                faults: FaultModel(timeoutAfter: .milliseconds(2))),
             whatHappens:
                 """
-                400 generated programs, each of 4 callers at once, each caller up to 5 steps drawn from the seed: \
+                200 generated programs, each of 4 callers at once, each caller up to 5 steps drawn from the seed: \
                 `validToken`, `tokenRejected` of the last token it saw, `currentToken`, an expiry, a token come \
                 due, a sign-in as either of two users (or refused), a sign-out, a read or 401 cancelled from \
                 another task, a server that fails, times out, loses its answer or revokes; every call judged \
