@@ -1,0 +1,160 @@
+import SessionContract
+import SessionOracle
+import SessionSync
+import Synchronization
+import TokenServer
+
+/// Plays generated programs on one store: the world they run in (the store's clock, the server,
+/// the two users) and the log every call and sign-in is recorded in, judged afterwards against
+/// the contract's model. Each round's program starts signed in (the first user signs in again
+/// when the last round signed out) with a read, whose token is every caller's last seen. Sign-ins
+/// and sign-outs take turns (``Turnstile``); reads, 401s, cancellations and expiries overlap them.
+final class ProgramPlayer: Sendable {
+    let time: ManualTime
+    let server: TokenServer
+    let store: any SessionStore
+    let log: CallLog
+    let users: [Subject]
+    let lifetime: Duration
+    /// The store's refresh skew: a `due` step stops halfway into it.
+    let skew: Duration
+    /// Sign-ins and sign-outs take turns: the contract's model orders an account's fences (each
+    /// ends the session before it), so two never overlap; everything else overlaps them.
+    private let fences = Turnstile()
+    /// What happened beside the calls (expiries, sign-ins, sign-outs), for the interleaving.
+    private let recordedMarks = Mutex<[ProgramMark]>([])
+    var marks: [ProgramMark] { recordedMarks.withLock { $0 } }
+
+    init(
+        time: ManualTime, server: TokenServer, store: any SessionStore, log: CallLog, users: [Subject],
+        lifetime: Duration, skew: Duration
+    ) {
+        self.skew = skew
+        self.time = time
+        self.server = server
+        self.store = store
+        self.log = log
+        self.users = users
+        self.lifetime = lifetime
+    }
+
+    /// The caller number of the reads between programs.
+    func between(_ program: GeneratedProgram) -> Int { program.callers.count }
+
+    /// Brings the store to a signed-in session for the next program, against a healthy server (a
+    /// fault the last program scripted and no refresh took is dropped): a read, and when it fails
+    /// (signed out, revoked, or a failure the store kept) a sign-in of the first user and another
+    /// read. The token read, or `nil` when the store could not be brought there (the judge has the
+    /// calls that say why).
+    func prepare(round: Int, caller: Int) async -> AccessToken? {
+        server.setContext("round \(round) start")
+        server.scriptRefreshes([])
+        server.scriptSignIns([])
+        let phase = "round \(round) start"
+        if case .success(let token) = await log.call(.validToken, on: store, caller: caller, phase: phase) {
+            return token
+        }
+        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return nil }
+        return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+    }
+
+    /// Plays `program`, every caller at once, each starting from `seen` as its last token.
+    func play(_ program: GeneratedProgram, round: Int, seen: AccessToken?) async {
+        server.setContext("round \(round)")
+        await withTaskGroup(of: Void.self) { group in
+            for (caller, steps) in program.callers.enumerated() {
+                group.addTask {
+                    var last = seen
+                    for (index, step) in steps.enumerated() {
+                        let phase = "round \(round)"
+                        if let token = await self.perform(step, caller: caller, last: last, phase: phase, index: index)
+                        {
+                            last = token
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One step; the token it got, if any.
+    private func perform(
+        _ step: ProgramStep, caller: Int, last: AccessToken?, phase: String, index: Int
+    ) async -> AccessToken? {
+        switch step {
+        case .nothing: return nil
+        case .read:
+            return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+        case .reject:
+            guard let last else {
+                return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+            }
+            return try? await log.call(.tokenRejected(last), on: store, caller: caller, kind: .rejection, phase: phase)
+                .get()
+        case .current:
+            let request: StoreCall = store is any SynchronousTokenReading ? .currentToken : .validToken
+            return try? await log.call(
+                request, on: store, caller: caller, kind: request.request == .currentToken ? .syncRead : .read,
+                phase: phase
+            ).get()
+        case .expire:
+            mark(caller: caller, phase: phase, "expire")
+            time.advance(by: lifetime)
+            return nil
+        case .signInFirst, .signInSecond, .signInRefused:
+            let (user, refused) = (step == .signInFirst ? 0 : 1, step == .signInRefused)
+            await fences.run {
+                mark(
+                    caller: caller, phase: phase,
+                    "signIn(\(user == 0 ? "A" : "B"))" + (refused ? ", to be refused" : ""))
+                if refused { server.scriptSignIns([.refused]) }
+                try? await log.signIn(users[user], on: store)
+                if refused { server.scriptSignIns([]) }
+                mark(caller: caller, phase: phase, "← sign-in done")
+            }
+            return nil
+        case .due:
+            mark(caller: caller, phase: phase, "due")
+            time.advance(by: lifetime - skew / 2)
+            return nil
+        case .revoke:
+            mark(caller: caller, phase: phase, "server revokes sessions")
+            for user in users { server.revokeSessions(of: user) }
+            return nil
+        case .serverFails, .serverTimesOut, .serverLosesAnswer:
+            let fault: FaultModel.Fault =
+                step == .serverFails ? .transientFailure : step == .serverTimesOut ? .timeout : .lostResponse
+            mark(caller: caller, phase: phase, step.name)
+            server.scriptRefreshes([fault])
+            return nil
+        case .signOut:
+            await fences.run {
+                mark(caller: caller, phase: phase, "signOut()")
+                await log.signOut(store)
+                mark(caller: caller, phase: phase, "← signed out")
+            }
+            return nil
+        case .cancelledRead, .cancelledReject:
+            let request: StoreCall =
+                if step == .cancelledReject, let last { .tokenRejected(last) } else { .validToken }
+            let (log, store) = (self.log, self.store)
+            let call = Task {
+                try? await log.call(
+                    request, on: store, caller: caller, kind: request.request == .validToken ? .read : .rejection,
+                    phase: phase, cancelled: true
+                ).get()
+            }
+            let canceller = Task {
+                self.mark(caller: caller, phase: phase, ProgramMark.cancel)
+                call.cancel()
+            }
+            await canceller.value
+            return await call.value
+        }
+    }
+
+    private func mark(caller: Int, phase: String, _ text: String) {
+        let mark = ProgramMark(nanos: TokenServer.realNanoseconds(), caller: caller, phase: phase, text: text)
+        recordedMarks.withLock { $0.append(mark) }
+    }
+}
