@@ -23,7 +23,7 @@ final class ProgramPlayer: Sendable {
     private let fences = Turnstile()
     /// What happened beside the calls (expiries, sign-ins, sign-outs), for the interleaving.
     private let recordedMarks = Mutex<[ProgramMark]>([])
-    var marks: [ProgramMark] { recordedMarks.withLock { $0 } }
+    var marks: [ProgramMark] { recordedMarks.withLock(visibleTo: self) { $0 } }
 
     init(
         time: ManualTime, server: TokenServer, store: any SessionStore, log: CallLog, users: [Subject],
@@ -155,6 +155,6 @@ final class ProgramPlayer: Sendable {
 
     private func mark(caller: Int, phase: String, _ text: String) {
         let mark = ProgramMark(nanos: TokenServer.realNanoseconds(), caller: caller, phase: phase, text: text)
-        recordedMarks.withLock { $0.append(mark) }
+        recordedMarks.withLock(visibleTo: self) { $0.append(mark) }
     }
 }
