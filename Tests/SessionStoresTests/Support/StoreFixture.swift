@@ -78,7 +78,7 @@ struct StoreFixture {
             return outcomes
         }
         if holdRefresh {
-            try await eventually("every caller to enter") { entered.count == count }
+            try await eventually("every caller to enter", progress: { entered.count }) { entered.count == count }
             try await eventually("a refresh to reach the server") { gate.arrivals > arrivalsBefore }
             // Give the stragglers a moment to park behind the refresh before it completes.
             try await Task.sleep(for: .milliseconds(20))
