@@ -73,7 +73,7 @@ public enum SelfTestStores {
         cachesPast401,
         cancelsShared401,
         mainQueueDelivery,
-    ] + oneBug
+    ] + oneBug + stateStreams + [sharedFlight]
 }
 
 /// The mutex store over storage, except that a session it restored (rather than signed in

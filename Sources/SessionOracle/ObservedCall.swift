@@ -163,13 +163,18 @@ package struct SessionEvent: Sendable {
     package var family: UInt64? { if case .signIn(_, let family) = kind { family } else { nil } }
 
     /// A sign-in of `account`'s user `slot` that ran from `start` to `end` (real nanoseconds),
-    /// with the family the server granted it then, if it granted one.
+    /// with the family the server granted it then, if it granted one. With `subject` and the
+    /// server's `issued` tokens, only a grant to that user counts: another account's sign-in may
+    /// run at the same time.
     package static func signIn(
         account: Int, slot: Int, from start: Int64, to end: Int64, error: SessionError?, clockAt: TokenInstant,
-        ledger: Ledger
+        ledger: Ledger, subject: Subject? = nil, issued: [UInt64: TokenServer.IssuedToken] = [:]
     ) -> SessionEvent {
         let family = ledger.entries.last {
-            $0.call == .signIn && $0.sentAt >= start && $0.sentAt <= end && $0.issuedGeneration != nil
+            guard $0.call == .signIn, $0.sentAt >= start, $0.sentAt <= end, let generation = $0.issuedGeneration
+            else { return false }
+            guard let subject else { return true }
+            return issued[generation]?.subject == subject
         }?.family
         return SessionEvent(
             account: account, kind: .signIn(slot: slot, family: family), startedNanos: start, returnedNanos: end,

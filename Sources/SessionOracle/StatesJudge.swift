@@ -91,7 +91,7 @@ package enum StatesJudge {
 
     /// Over each subscriber's whole sequence: no state of a session after the `signedOut` that
     /// followed it, nothing of a discarded refresh, sessions and generations never going back.
-    static func judgeSequences(_ history: StatesHistory) -> [ContractJudge.Finding] {
+    package static func judgeSequences(_ history: StatesHistory) -> [ContractJudge.Finding] {
         var findings: [ContractJudge.Finding] = []
         var familyOf: [UInt64: UInt64] = [:]
         for entry in history.ledger { if let generation = entry.issuedGeneration { familyOf[generation] = entry.family } }

@@ -9,54 +9,64 @@ import TokenServer
 /// judged against the contract's model like the round scenarios' calls.
 final class CallLog: Sendable {
     private let recorded = Mutex<(calls: [ObservedCall], events: [SessionEvent])>(([], []))
-    /// The users of account 0, by slot.
+    /// Each account's users, by slot.
     let subjects: [[Subject]]
     let clock: TokenClock
     let server: TokenServer
 
-    init(users: [Subject], clock: TokenClock, server: TokenServer) {
-        subjects = [users]
+    /// A log of one account, whose users are `users`.
+    convenience init(users: [Subject], clock: TokenClock, server: TokenServer) {
+        self.init(accounts: [users], clock: clock, server: server)
+    }
+
+    /// A log of several accounts, each with a store of its own: `accounts[k]` are account k's users.
+    init(accounts: [[Subject]], clock: TokenClock, server: TokenServer) {
+        subjects = accounts
         self.clock = clock
         self.server = server
     }
 
     /// The calls recorded so far, in the order they returned.
     var calls: [ObservedCall] { recorded.withLock(visibleTo: self) { $0.calls } }
+    /// The sign-ins and sign-outs recorded so far, in the order they returned.
+    var events: [SessionEvent] { recorded.withLock(visibleTo: self) { $0.events } }
 
     /// Makes `request` on `store` and records it; `cancelled`: the calling task is cancelled at some
     /// point (before, during or after the call), so a `cancelled` answer is its due.
     func call(
-        _ request: StoreCall, on store: any SessionStore, caller: Int = -1, kind: OperationKind = .read, phase: String,
-        cancelled: Bool = false
+        _ request: StoreCall, on store: any SessionStore, account: Int = 0, caller: Int = -1,
+        kind: OperationKind = .read, phase: String, cancelled: Bool = false
     ) async -> Result<AccessToken, SessionError> {
         let (call, token) = await request.perform(
-            on: store, caller: caller, account: 0, kind: kind, phase: phase, clock: clock, subjects: subjects,
+            on: store, caller: caller, account: account, kind: kind, phase: phase, clock: clock, subjects: subjects,
             cancelled: cancelled)
         recorded.withLock(visibleTo: self) { $0.calls.append(call) }
         if let token { return .success(token) }
         return .failure(call.error ?? .signedOut)
     }
 
-    /// Signs `user` in on `store` and records it.
-    func signIn(_ user: Subject, on store: any SessionStore) async throws(SessionError) {
+    /// Signs `user` in on `store`, `account`'s, and records it.
+    func signIn(_ user: Subject, on store: any SessionStore, account: Int = 0) async throws(SessionError) {
         let t0 = TokenServer.realNanoseconds()
         let at = clock.now()
         var failure: SessionError?
         do throws(SessionError) { try await store.signIn(Credentials(subject: user)) } catch { failure = error }
         let event = SessionEvent.signIn(
-            account: 0, slot: subjects[0].firstIndex(of: user) ?? 0, from: t0, to: TokenServer.realNanoseconds(),
-            error: failure, clockAt: at, ledger: server.ledger)
+            account: account, slot: subjects[account].firstIndex(of: user) ?? 0, from: t0,
+            to: TokenServer.realNanoseconds(), error: failure, clockAt: at, ledger: server.ledger, subject: user,
+            issued: server.issuedTokens)
         recorded.withLock(visibleTo: self) { $0.events.append(event) }
         if let failure { throw failure }
     }
 
-    /// Signs `store` out and records it.
-    func signOut(_ store: any SessionStore) async {
+    /// Signs `store`, `account`'s, out and records it.
+    func signOut(_ store: any SessionStore, account: Int = 0) async {
         let t0 = TokenServer.realNanoseconds()
         let at = clock.now()
         await store.signOut()
         let event = SessionEvent(
-            account: 0, kind: .signOut, startedNanos: t0, returnedNanos: TokenServer.realNanoseconds(), clockAt: at)
+            account: account, kind: .signOut, startedNanos: t0, returnedNanos: TokenServer.realNanoseconds(),
+            clockAt: at)
         recorded.withLock(visibleTo: self) { $0.events.append(event) }
     }
 
@@ -67,14 +77,26 @@ final class CallLog: Sendable {
     /// no transport (``ContractJudge/healthyServer``).
     /// `clockMoves`: the run moves the clock while calls are in flight
     /// (``ContractJudge/clockMovesDuringCalls``).
+    /// `storages`: each account's storage, for a store that keeps its session, judged as it
+    /// stands now (nothing under way) with every write it saw (``ContractJudge/judgeStorage``).
     func judge(
-        skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMoves: Bool = false, into oracle: Oracle
+        skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMoves: Bool = false,
+        storages: [MemoryStorage?] = [], into oracle: Oracle
     ) -> LifecycleCoverage {
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
         var judge = ContractJudge(
             skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves)
         oracle.record(judge.findings(calls, timeline: timeline) + judge.serverCallFindings(timeline))
+        let now = TokenServer.realNanoseconds()
+        for (account, storage) in storages.enumerated() {
+            guard let (saved, writes) = storage?.contents else { continue }
+            var findings: [ContractJudge.Finding] = []
+            judge.judgeStorage(
+                saved: saved, writes: writes, account: account, calls: calls, timeline: timeline, at: now
+            ) { findings.append($0) }
+            oracle.record(findings)
+        }
         var coverage = LifecycleCoverage()
         coverage.add(calls, timeline: timeline, skew: skew)
         return coverage

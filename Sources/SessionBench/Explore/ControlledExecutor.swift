@@ -62,6 +62,25 @@ public enum ControlledExecution {
         try? await Task.sleep(for: delay)
     }
 
+    /// Waits until every other task has run as far as it can without a timer: no job is left to
+    /// run but timers (a server's answer on its way, a store's own sleep) and other settling
+    /// tasks. What the subscribers of a store's states were sent, they have read by then.
+    /// Outside an exploration, one `Task.yield()`.
+    public static func settle() async {
+        #if compiler(>=6.3) && os(Linux)
+            if isInstalled, ControlledExecutor.shared.isDriving {
+                // Every job of this task until it is back (a yield may reach the executor as a job
+                // that enqueues the task's own) waits for the others.
+                let executor = ControlledExecutor.shared
+                executor.settling = executor.running
+                await Task.yield()
+                executor.settling = nil
+                return
+            }
+        #endif
+        await Task.yield()
+    }
+
     /// How much later than its deadline an answer on its way (``answer(after:)``) may land: a
     /// minute, the default request timeout of `URLSession`, in nanoseconds.
     public static let lateness: Int64 = 60_000_000_000
@@ -191,6 +210,7 @@ public enum ControlledExecution {
                     if bound == .max { bound = due }
                 }
                 let oldestMain = jobs.firstIndex { $0.main && !$0.info.isTimer }
+                let unsettled = jobs.contains { !$0.info.isTimer && !$0.info.settles }
                 var enabled: [HeldJob] = []
                 var at: [Int] = []
                 for (index, held) in jobs.enumerated() {
@@ -198,6 +218,8 @@ public enum ControlledExecution {
                         let deadline = held.info.deadline
                         guard deadline == due || (deadline <= bound && deadline <= firm ?? .max) else { continue }
                     } else if held.main, index != oldestMain {
+                        continue
+                    } else if held.info.settles, unsettled {
                         continue
                     }
                     enabled.append(held.info)
@@ -213,13 +235,16 @@ public enum ControlledExecution {
         let offThread = Atomic(0)
         /// The id of the job the driver is running, 0 between jobs: read and written on the driving
         /// thread only.
-        private var running: UInt = 0
+        private(set) var running: UInt = 0
         /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
         /// nanoseconds: set, read and cleared on the driving thread only.
         var exactDelay: Int64?
         /// Whether the sleep about to be enqueued is an answer on its way (``ControlledExecution/answer(after:)``):
         /// set, read and cleared on the driving thread only.
         var late = false
+        /// The task that settles (``ControlledExecution/settle()``), by job id: its jobs wait for the
+        /// others. Set, read and cleared on the driving thread only.
+        var settling: UInt?
         /// Asks the schedule for a choice's value (``ControlledExecution/choose(_:)``) while a
         /// schedule is driven: called on the driving thread only.
         var pick: ((Int) -> Int)?
@@ -263,6 +288,7 @@ public enum ControlledExecution {
                 info.isLate = true
                 late = false
             }
+            if !timer, onDriver, let settling, settling == id { info.settles = true }
             held.withLock { held in
                 info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
                 held.jobs.append((job, info, main))
@@ -288,6 +314,7 @@ public enum ControlledExecution {
             defer {
                 driver.store(0, ordering: .relaxed)
                 held.withLock { $0.jobs.removeAll() }
+                settling = nil
             }
             held.withLock { held in
                 held.jobs.removeAll()

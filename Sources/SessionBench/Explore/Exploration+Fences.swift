@@ -58,18 +58,38 @@ struct ControlledWorld {
     let clock: TokenClock
     let server: TokenServer
     let skew: Duration
-    let store: any SessionStore
+    /// Each account's store (one account but in `family`), made by the same descriptor.
+    let stores: [any SessionStore]
+    /// Each account's storage, for a store that keeps its session (`persistsSession`).
+    let storages: [MemoryStorage?]
+    /// The first account's store and users.
+    var store: any SessionStore { stores[0] }
     let users: [Subject]
     let log: CallLog
     let oracle: Oracle
 
     init(_ descriptor: StoreDescriptor, _ scenario: Scenario, users: [Subject]) {
+        self.init(descriptor, scenario, accounts: [users])
+    }
+
+    /// A world of several accounts, `accounts[k]` account k's users, each with a store of its own.
+    init(_ descriptor: StoreDescriptor, _ scenario: Scenario, accounts: [[Subject]]) {
         clock = TokenClock.manual(time)
         server = Self.server(scenario, clock: clock)
         skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
-        store = descriptor.make(SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew))
-        self.users = users
-        log = CallLog(users: users, clock: clock, server: server)
+        // A store that keeps its session gets a storage of its own, in memory, and the contract's
+        // storage promises are judged over every write (persist before publish, cleared by a fence,
+        // nothing of a session saved after it ended).
+        storages = accounts.map { [server] _ in
+            descriptor.persistsSession ? MemoryStorage(pairing: { server.issuedGeneration(of: $0) }) : nil
+        }
+        stores = storages.map { [server, clock, skew] storage in
+            var configuration = SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew)
+            configuration.storage = storage
+            return descriptor.make(configuration)
+        }
+        users = accounts[0]
+        log = CallLog(accounts: accounts, clock: clock, server: server)
         oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
     }
 
@@ -94,7 +114,8 @@ struct ControlledWorld {
             oracle.auditLedger(entries) { handed.contains($0) }
         }
         let coverage = log.judge(
-            skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves, into: oracle)
+            skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves,
+            storages: digested ? storages : [], into: oracle)
         return (
             oracle.violations, digested ? Exploration.digest(entries, calls) : 0,
             Exploration.StormTrace(calls: calls, entries: entries, coverage: coverage)

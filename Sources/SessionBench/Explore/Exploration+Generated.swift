@@ -23,11 +23,7 @@ extension Exploration {
         var lines: [String] = []
         var values: [Int] = []
         for round in 0..<scenario.rounds {
-            let program = GeneratedProgram.generated(callers: scenario.tasks) { count in
-                let value = ControlledExecution.choose(count)
-                values.append(value)
-                return value
-            }
+            let program = chosenProgram(callers: scenario.tasks, values: &values)
             lines += program.lines.map { "round \(round), \($0)" }
             guard let seen = await player.prepare(round: round, caller: scenario.tasks) else { break }
             await player.play(program, round: round, seen: seen)
@@ -41,5 +37,15 @@ extension Exploration {
         judged.trace.program = lines
         judged.trace.programValues = values
         return judged
+    }
+
+    /// A program of `callers` callers whose every step is a choice of the schedule, each value
+    /// appended to `values` (``FixedValues`` plays them again).
+    static func chosenProgram(callers: Int, values: inout [Int]) -> GeneratedProgram {
+        GeneratedProgram.generated(callers: callers) { count in
+            let value = ControlledExecution.choose(count)
+            values.append(value)
+            return value
+        }
     }
 }

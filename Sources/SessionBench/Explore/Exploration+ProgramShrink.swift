@@ -1,4 +1,5 @@
 import Foundation
+import SessionOracle
 import TokenServer
 
 /// Answers a scenario's value choices from a fixed list, in order (0 past its end), and every

@@ -86,9 +86,12 @@ struct GeneratedProgram: Sendable, Equatable {
 
     /// The program in one line per caller with steps: `caller 0: validToken, expire` (`no steps`
     /// when no caller has one).
-    var lines: [String] {
+    var lines: [String] { lines(firstCaller: 0) }
+
+    /// The lines, callers numbered from `firstCaller` (as a ``ProgramPlayer`` numbers them).
+    func lines(firstCaller: Int) -> [String] {
         let lines = callers.enumerated().filter { !$0.element.isEmpty }.map { caller, steps in
-            "caller \(caller): " + steps.map(\.name).joined(separator: ", ")
+            "caller \(firstCaller + caller): " + steps.map(\.name).joined(separator: ", ")
         }
         return lines.isEmpty ? ["no steps"] : lines
     }

@@ -18,6 +18,10 @@ final class ProgramPlayer: Sendable {
     let lifetime: Duration
     /// The store's refresh skew: a `due` step stops halfway into it.
     let skew: Duration
+    /// The account the store keeps, in the log (`users` are its users), and the number its
+    /// program's first caller goes by: callers of several accounts' programs are told apart.
+    let account: Int
+    let firstCaller: Int
     /// Sign-ins and sign-outs take turns: the contract's model orders an account's fences (each
     /// ends the session before it), so two never overlap; everything else overlaps them.
     private let fences = Turnstile()
@@ -27,9 +31,11 @@ final class ProgramPlayer: Sendable {
 
     init(
         time: ManualTime, server: TokenServer, store: any SessionStore, log: CallLog, users: [Subject],
-        lifetime: Duration, skew: Duration
+        lifetime: Duration, skew: Duration, account: Int = 0, firstCaller: Int = 0
     ) {
         self.skew = skew
+        self.account = account
+        self.firstCaller = firstCaller
         self.time = time
         self.server = server
         self.store = store
@@ -39,7 +45,7 @@ final class ProgramPlayer: Sendable {
     }
 
     /// The caller number of the reads between programs.
-    func between(_ program: GeneratedProgram) -> Int { program.callers.count }
+    func between(_ program: GeneratedProgram) -> Int { firstCaller + program.callers.count }
 
     /// Brings the store to a signed-in session for the next program, against a healthy server (a
     /// fault the last program scripted and no refresh took is dropped): a read, and when it fails
@@ -51,18 +57,21 @@ final class ProgramPlayer: Sendable {
         server.scriptRefreshes([])
         server.scriptSignIns([])
         let phase = "round \(round) start"
-        if case .success(let token) = await log.call(.validToken, on: store, caller: caller, phase: phase) {
+        if case .success(let token) = await log.call(
+            .validToken, on: store, account: account, caller: caller, phase: phase)
+        {
             return token
         }
-        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return nil }
-        return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+        do throws(SessionError) { try await log.signIn(users[0], on: store, account: account) } catch { return nil }
+        return try? await log.call(.validToken, on: store, account: account, caller: caller, phase: phase).get()
     }
 
     /// Plays `program`, every caller at once, each starting from `seen` as its last token.
     func play(_ program: GeneratedProgram, round: Int, seen: AccessToken?) async {
         server.setContext("round \(round)")
         await withTaskGroup(of: Void.self) { group in
-            for (caller, steps) in program.callers.enumerated() {
+            for (index, steps) in program.callers.enumerated() {
+                let caller = firstCaller + index
                 group.addTask {
                     var last = seen
                     for (index, step) in steps.enumerated() {
@@ -84,17 +93,20 @@ final class ProgramPlayer: Sendable {
         switch step {
         case .nothing: return nil
         case .read:
-            return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+            return try? await log.call(.validToken, on: store, account: account, caller: caller, phase: phase).get()
         case .reject:
             guard let last else {
-                return try? await log.call(.validToken, on: store, caller: caller, phase: phase).get()
+                return try? await log.call(.validToken, on: store, account: account, caller: caller, phase: phase).get()
             }
-            return try? await log.call(.tokenRejected(last), on: store, caller: caller, kind: .rejection, phase: phase)
-                .get()
+            return try? await log.call(
+                .tokenRejected(last), on: store, account: account, caller: caller, kind: .rejection, phase: phase
+            )
+            .get()
         case .current:
             let request: StoreCall = store is any SynchronousTokenReading ? .currentToken : .validToken
             return try? await log.call(
-                request, on: store, caller: caller, kind: request.request == .currentToken ? .syncRead : .read,
+                request, on: store, account: account, caller: caller,
+                kind: request.request == .currentToken ? .syncRead : .read,
                 phase: phase
             ).get()
         case .expire:
@@ -108,7 +120,7 @@ final class ProgramPlayer: Sendable {
                     caller: caller, phase: phase,
                     "signIn(\(user == 0 ? "A" : "B"))" + (refused ? ", to be refused" : ""))
                 if refused { server.scriptSignIns([.refused]) }
-                try? await log.signIn(users[user], on: store)
+                try? await log.signIn(users[user], on: store, account: account)
                 if refused { server.scriptSignIns([]) }
                 mark(caller: caller, phase: phase, "← sign-in done")
             }
@@ -130,17 +142,18 @@ final class ProgramPlayer: Sendable {
         case .signOut:
             await fences.run {
                 mark(caller: caller, phase: phase, "signOut()")
-                await log.signOut(store)
+                await log.signOut(store, account: account)
                 mark(caller: caller, phase: phase, "← signed out")
             }
             return nil
         case .cancelledRead, .cancelledReject:
             let request: StoreCall =
                 if step == .cancelledReject, let last { .tokenRejected(last) } else { .validToken }
-            let (log, store) = (self.log, self.store)
+            let (log, store, account) = (self.log, self.store, self.account)
             let call = Task {
                 try? await log.call(
-                    request, on: store, caller: caller, kind: request.request == .validToken ? .read : .rejection,
+                    request, on: store, account: account, caller: caller,
+                    kind: request.request == .validToken ? .read : .rejection,
                     phase: phase, cancelled: true
                 ).get()
             }

@@ -53,8 +53,11 @@ struct ExploreOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server or generated (default: expiry-storm)."
-    )
+            """
+            The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server, \
+            generated, family (two accounts, a store each) or session-states (the stores with a state stream; \
+            default: expiry-storm).
+            """)
     var scenario = "expiry-storm"
 
     @Option(
@@ -156,7 +159,20 @@ struct ExploreOptions: ParsableArguments {
         if stores != nil, names.isEmpty {
             throw UsageError("--stores needs at least one name (see 'session-bench list')")
         }
-        let resolved = try StoreRegistry.resolve(names, includeBroken: includeBroken)
+        var resolved = try StoreRegistry.resolve(names, includeBroken: includeBroken)
+        // A scenario that judges a promise beyond the base contract runs the stores that make it:
+        // by default those of every store, and a named store that does not is a mistake.
+        if let requirement = chosen.requirement {
+            if let lacking = resolved.first(where: { !requirement.isMet(by: $0) }), stores != nil {
+                throw UsageError(
+                    "\(lacking.name) does not declare \(requirement.declaration): \(chosen.name) explores only stores "
+                        + "that do (see 'session-bench list')")
+            }
+            resolved = resolved.filter { requirement.isMet(by: $0) }
+            guard !resolved.isEmpty else {
+                throw UsageError("no store declares \(requirement.declaration): \(chosen.name) has nothing to explore")
+            }
+        }
         var schedule: ScheduleText?
         if let replay {
             guard let read = ScheduleText(replay) else {

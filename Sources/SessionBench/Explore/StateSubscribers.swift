@@ -1,0 +1,144 @@
+import SessionContract
+import SessionOracle
+import SessionSync
+import Synchronization
+import TokenServer
+
+/// The subscribers to one explored store's states: each a task of its own reading its stream,
+/// what it read recorded with when (real nanoseconds: one thread runs a schedule, so they order
+/// it), and a mark for the interleaving. Subscriber `k` shows there as caller `firstCaller + k`.
+final class StateSubscribers: Sendable {
+    private struct State {
+        var received: [[StatesHistory.Received]] = []
+        var readers: [Task<Void, Never>] = []
+        var marks: [ProgramMark] = []
+        /// What the driver is doing, for the marks.
+        var phase = ""
+    }
+
+    let store: any ObservableSessionStore
+    let firstCaller: Int
+    private let state = Mutex(State())
+
+    init(_ store: any ObservableSessionStore, firstCaller: Int) {
+        self.store = store
+        self.firstCaller = firstCaller
+    }
+
+    var count: Int { state.withLock(visibleTo: self) { $0.received.count } }
+    /// Every state each subscriber received, by subscriber.
+    var received: [[StatesHistory.Received]] { state.withLock(visibleTo: self) { $0.received } }
+    var marks: [ProgramMark] { state.withLock(visibleTo: self) { $0.marks } }
+    /// Each subscriber's latest state (`nil`: none received yet).
+    var latest: [SessionState?] { state.withLock(visibleTo: self) { $0.received.map { $0.last?.state } } }
+
+    /// What the driver does from now on (`round 1`): the phase of every mark after it.
+    func enter(_ phase: String) { state.withLock(visibleTo: self) { $0.phase = phase } }
+
+    /// A new subscriber: subscribes here and now, and reads its stream from a task of its own.
+    /// Its number.
+    @discardableResult
+    func join() -> Int {
+        let stream = store.sessionStates()
+        let index = state.withLock(visibleTo: self) { state in
+            state.received.append([])
+            return state.received.count - 1
+        }
+        mark(index, "subscribes")
+        let reader = Task {
+            for await received in stream {
+                let at = TokenServer.realNanoseconds()
+                self.state.withLock(visibleTo: self) { $0.received[index].append(.init(received, at: at)) }
+                self.mark(index, "← \(Self.short(received))")
+            }
+        }
+        state.withLock(visibleTo: self) { $0.readers.append(reader) }
+        return index
+    }
+
+    /// Ends every subscriber's reading.
+    func cancel() {
+        for reader in state.withLock(visibleTo: self, { $0.readers }) { reader.cancel() }
+    }
+
+    /// Once every task has run as far as it can: a new subscriber's first state must be each
+    /// subscriber's latest; once that one too has read what it was sent, every subscriber's latest
+    /// must be the same, `expected` when given, and of the session `reader` reads (a token of
+    /// generation g read means signed in or refreshing with g). What broke that, as I23 findings.
+    func settled(
+        after phase: String, expected: SessionState? = nil, reader: (any SynchronousTokenReading)? = nil
+    ) async -> [ContractJudge.Finding] {
+        await ControlledExecution.settle()
+        let before = latest
+        let probe = join()
+        await ControlledExecution.settle()
+        let after = latest
+        let current = reader?.currentToken()
+        let first = received[probe].first?.state
+        func named(_ state: SessionState?) -> String { state.map { "'\($0)'" } ?? "nothing" }
+        var findings: [ContractJudge.Finding] = []
+        guard let first, let truth = after[probe] else {
+            return [
+                .init(
+                    invariant: .observersSeeFinalState,
+                    summary: "a subscriber that joined after \(phase), with nothing left to run, got no state")
+            ]
+        }
+        if let behind = before.indices.first(where: { before[$0] != first }) {
+            findings.append(
+                .init(
+                    invariant: .observersSeeFinalState,
+                    summary:
+                        "after \(phase), with nothing left to run, subscriber \(behind)'s latest state and a new subscriber's first differ",
+                    trace: [
+                        "subscriber \(behind): \(named(before[behind])); the new subscriber's first: \(named(first))"
+                    ]
+                ))
+        }
+        if let behind = after.indices.first(where: { after[$0] != truth }) {
+            findings.append(
+                .init(
+                    invariant: .observersSeeFinalState,
+                    summary:
+                        "after \(phase), with nothing left to run, subscriber \(behind) is not on the store's latest state",
+                    trace: ["subscriber \(behind): \(named(after[behind])); the newest subscriber's: \(named(truth))"]))
+        }
+        if let expected, truth != expected {
+            findings.append(
+                .init(
+                    invariant: .observersSeeFinalState,
+                    summary: "after \(phase) returned, the store's state is \(named(truth)), not '\(expected)'"))
+        }
+        if let current, truth != .signedIn(generation: current.generation),
+            truth != .refreshing(generation: current.generation)
+        {
+            findings.append(
+                .init(
+                    invariant: .observersSeeFinalState,
+                    summary:
+                        "after \(phase), with nothing left to run, currentToken() hands out generation \(current.generation) while subscribers are told \(named(truth))"
+                ))
+        }
+        return findings
+    }
+
+    /// A state as the interleaving shows it: `in g3`, `refreshing g3`, `out`, `revoked`.
+    static func short(_ state: SessionState) -> String {
+        switch state {
+        case .signedIn(let generation): "in g\(generation)"
+        case .refreshing(let generation): "refreshing g\(generation)"
+        case .signedOut: "out"
+        case .revoked: "revoked"
+        }
+    }
+
+    private func mark(_ subscriber: Int, _ text: String) {
+        let nanos = TokenServer.realNanoseconds()
+        state.withLock(visibleTo: self) { state in
+            state.marks.append(
+                ProgramMark(
+                    nanos: nanos, caller: firstCaller + subscriber, phase: state.phase,
+                    text: "sub \(subscriber) \(text)"))
+        }
+    }
+}
