@@ -18,6 +18,11 @@ extension SelfTestStores {
             isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
         ) { LateJoinStore(configuration: $0) },
         StoreDescriptor(
+            name: "states-delayed-spinner",
+            summary: "shows 'refreshing' only for a refresh over 10 ms, by publishing it 10 ms later (self-test)",
+            isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
+        ) { DelayedSpinnerStore(configuration: $0) },
+        StoreDescriptor(
             name: "states-announce-refresh",
             summary: "the network layer announces every refreshed token, a discarded one too (self-test)",
             isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
@@ -70,6 +75,26 @@ private final class TaskPerChangeStore: StateForwardingStore, @unchecked Sendabl
 
     override func forward(_ state: SessionState) {
         Task { self.states.publish(state, version: self.versions.add(1, ordering: .relaxed).newValue) }
+    }
+    override func sessionStates() -> AsyncStream<SessionState> { states.subscribe() }
+}
+
+/// Shows "refreshing" only if a refresh lasts over 10 ms — by publishing it 10 ms later,
+/// whatever happened meanwhile: a refresh answered sooner ends with 'refreshing' after the new
+/// token (I25), and it stays every subscriber's latest state (I23).
+private final class DelayedSpinnerStore: StateForwardingStore, @unchecked Sendable {
+    private let states = StateBroadcaster()
+    private let versions = Atomic<UInt64>(0)
+
+    override func forward(_ state: SessionState) {
+        guard case .refreshing = state else { return publish(state) }
+        Task {
+            try? await Task.sleep(for: .milliseconds(10))
+            self.publish(state)
+        }
+    }
+    private func publish(_ state: SessionState) {
+        states.publish(state, version: versions.add(1, ordering: .relaxed).newValue)
     }
     override func sessionStates() -> AsyncStream<SessionState> { states.subscribe() }
 }

@@ -56,4 +56,25 @@ struct BusyOrHungTests {
         #expect(SessionProcessLink.crowdedWindows == BusyOrHung.processWindows)
         #expect(StarvationWatch.spinningChances == BusyOrHung.spinningChances)
     }
+
+    @Test(
+        "the machine's pressure: a wait in which its tasks waited a fifth of the window for a CPU or the disk is crowded"
+    )
+    func machinePressure() {
+        let text = """
+            some avg10=97.40 avg60=88.39 avg300=60.63 total=14260214351
+            full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+            """
+        #expect(MachinePressure.parse(text) == 14_260_214_351)
+        #expect(MachinePressure.parse("full avg10=0.00 total=5") == nil)
+        let before = MachinePressure(cpuMicroseconds: 1_000_000, ioMicroseconds: 500_000)
+        // Over 3 s: 0.6 s of tasks waiting for a CPU is a fifth; 0.5 s is not, nor is any disk wait below 0.6 s.
+        #expect(MachinePressure(cpuMicroseconds: 1_600_000, ioMicroseconds: 500_000).crowded(since: before, seconds: 3))
+        #expect(
+            !MachinePressure(cpuMicroseconds: 1_500_000, ioMicroseconds: 1_000_000).crowded(since: before, seconds: 3))
+        #expect(
+            MachinePressure(cpuMicroseconds: 1_000_000, ioMicroseconds: 1_100_000).crowded(since: before, seconds: 3))
+        // No window, no evidence.
+        #expect(!MachinePressure(cpuMicroseconds: 9_000_000, ioMicroseconds: 0).crowded(since: before, seconds: 0))
+    }
 }

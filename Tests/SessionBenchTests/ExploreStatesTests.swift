@@ -8,9 +8,9 @@ import Testing
 @testable import TokenServer
 
 extension ExploreCommandTests {
-    /// Wrong state streams of the self-test stores, each with the invariant a schedule finds first.
+    /// Wrong state streams of the self-test stores.
     static let wrongStateStreams = [
-        ("states-task-per-change", "I25"), ("states-late-join", "I23"), ("states-announce-refresh", "I25"),
+        "states-task-per-change", "states-late-join", "states-announce-refresh", "states-delayed-spinner",
     ]
 
     @Test(
@@ -31,15 +31,17 @@ extension ExploreCommandTests {
         #expect(refused.stderr.contains("main-actor does not declare a state stream (offersStateStream)"))
         let wrong = try await ToolProcess.run(
             [
-                "explore", "--stores", Self.wrongStateStreams.map(\.0).joined(separator: ","), "--scenario",
+                "explore", "--stores", Self.wrongStateStreams.joined(separator: ","), "--scenario",
                 "session-states", "--schedules", "2000", "--quiet",
             ],
             environment: Self.selfTest, timeout: 300)
         #expect(wrong.status == 1, "\(wrong.stdout)\(wrong.stderr)")
-        for (store, invariant) in Self.wrongStateStreams {
+        // Each is caught by what a state stream promises: I23, I24 or I25.
+        for store in Self.wrongStateStreams {
             let row = Self.row(store, in: wrong.stdout)
             #expect(row.prefix(2) == [store, "violated"], "\(wrong.stdout)")
-            #expect(row.dropFirst(2).first?.contains(invariant) == true, "\(store): \(row)")
+            let found = Set((row.dropFirst(2).first ?? "").split(separator: ",").map(String.init))
+            #expect(!found.isEmpty && found.isSubset(of: ["I23", "I24", "I25"]), "\(store): \(row)")
         }
         // Subscribers show in the interleaving with what they were sent.
         #expect(wrong.stdout.contains("sub 0 ← in g"), "\(wrong.stdout)")

@@ -159,3 +159,40 @@ struct PatientWait {
         return result
     }
 }
+
+/// How long the machine's tasks waited, in all, for a CPU and for the disk, as the kernel's
+/// pressure stall information counts it (`/proc/pressure/cpu` and `io`, the `some` lines: time in
+/// which at least one task waited). What tells a wait slowed by a loaded machine — a database
+/// server's processes kept from the CPUs — from one the code under test made long.
+struct MachinePressure: Equatable {
+    var cpuMicroseconds: UInt64
+    var ioMicroseconds: UInt64
+
+    /// Now; `nil` where the kernel keeps no such count.
+    static func now() -> MachinePressure? {
+        guard let cpu = total(of: "/proc/pressure/cpu"), let io = total(of: "/proc/pressure/io") else { return nil }
+        return MachinePressure(cpuMicroseconds: cpu, ioMicroseconds: io)
+    }
+
+    /// The `total=` of the `some` line of a pressure file.
+    static func total(of path: String) -> UInt64? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return parse(text)
+    }
+
+    static func parse(_ text: String) -> UInt64? {
+        guard let some = text.split(separator: "\n").first(where: { $0.hasPrefix("some ") }),
+            let total = some.split(separator: " ").first(where: { $0.hasPrefix("total=") })
+        else { return nil }
+        return UInt64(total.dropFirst("total=".count))
+    }
+
+    /// Whether, from `before` to this count over `seconds`, tasks of the machine waited for a CPU
+    /// or for the disk a fifth of the window or more: a loaded machine, whatever the wait was for.
+    func crowded(since before: MachinePressure, seconds: Double) -> Bool {
+        guard seconds > 0 else { return false }
+        let cpu = Double(cpuMicroseconds &- before.cpuMicroseconds) / 1e6
+        let io = Double(ioMicroseconds &- before.ioMicroseconds) / 1e6
+        return 5 * cpu >= seconds || 5 * io >= seconds
+    }
+}

@@ -61,13 +61,16 @@ final class StateSubscribers: Sendable {
         for reader in state.withLock(visibleTo: self, { $0.readers }) { reader.cancel() }
     }
 
-    /// Once every task has run as far as it can: a new subscriber's first state must be each
-    /// subscriber's latest; once that one too has read what it was sent, every subscriber's latest
-    /// must be the same, `expected` when given, and of the session `reader` reads (a token of
-    /// generation g read means signed in or refreshing with g). What broke that, as I23 findings.
+    /// Once the deadline `compare` gives a subscriber has passed (a store may publish from a timer
+    /// of its own: a debounce) and every task has run as far as it can: a new subscriber's first
+    /// state must be each subscriber's latest; once that one too has read what it was sent, every
+    /// subscriber's latest must be the same, `expected` when given, and of the session `reader`
+    /// reads (a token of generation g read means signed in or refreshing with g). What broke that,
+    /// as I23 findings.
     func settled(
         after phase: String, expected: SessionState? = nil, reader: (any SynchronousTokenReading)? = nil
     ) async -> [ContractJudge.Finding] {
+        await ControlledExecution.sleep(for: SessionStatesDriver.deadline)
         await ControlledExecution.settle()
         let before = latest
         let probe = join()

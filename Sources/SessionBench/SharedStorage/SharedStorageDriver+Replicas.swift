@@ -52,18 +52,39 @@ extension SharedStorageDriver {
         tally(event: index, heard: during + holder + after, ledger: ledger, outcome: &outcome)
     }
 
+    /// What the kernel counts at the start of a wait: each replica process's CPU times, this
+    /// process's, and the whole machine's pressure (the database server's processes are the
+    /// machine's too: a lock it is slow to hand on on a loaded machine is not the backend's).
+    struct CrowdingSample {
+        let counts: [CPUTimes?]
+        let driver: CPUTimes?
+        let machine: MachinePressure?
+
+        init(_ links: [SessionProcessLink]) {
+            counts = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
+            driver = CPUTimes.process(getpid())
+            machine = MachinePressure.now()
+        }
+    }
+
     /// Whether, since `start`, any surviving process (every link but `leaving`'s) or this one was
-    /// crowded out of the CPUs or the disk (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``).
+    /// crowded out of the CPUs or the disk (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``),
+    /// or the machine's tasks waited for them (``MachinePressure/crowded(since:seconds:)``).
     static func crowded(
-        since start: ContinuousClock.Instant, links: [SessionProcessLink], counts: [CPUTimes?], driver: CPUTimes?,
-        leaving: Int, dead: Set<Int> = []
+        since start: ContinuousClock.Instant, from sample: CrowdingSample, links: [SessionProcessLink], leaving: Int,
+        dead: Set<Int> = []
     ) -> Bool {
         let seconds = (ContinuousClock.now - start).secondsValue
         let cpus = CPUPlacement.allowed.count
-        let waiter = driver.flatMap { before in CPUTimes.process(getpid()).map { (before, $0) } }
+        if let before = sample.machine, MachinePressure.now()?.crowded(since: before, seconds: seconds) == true {
+            return true
+        }
+        let waiter = sample.driver.flatMap { before in CPUTimes.process(getpid()).map { (before, $0) } }
         if BusyOrHung.crowdedOut(process: nil, waiter: waiter, seconds: seconds, cpus: cpus) { return true }
         for (index, link) in links.enumerated() where index != leaving && !dead.contains(index) {
-            guard let before = counts[index], let pid = link.pid, let now = CPUTimes.process(pid) else { continue }
+            guard let before = sample.counts[index], let pid = link.pid, let now = CPUTimes.process(pid) else {
+                continue
+            }
             if BusyOrHung.crowdedOut(process: (before, now), waiter: nil, seconds: seconds, cpus: cpus) { return true }
         }
         return false

@@ -242,8 +242,7 @@ struct SharedStorageDriver: ContextDriver {
             let killed = ContinuousClock.now
             // What the kernel counts of the survivors and of this process from the kill on: a
             // recovery slowed by a machine that kept them from the CPUs is not the lock's.
-            let countsAtKill = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
-            let driverAtKill = CPUTimes.process(getpid())
+            let atKill = CrowdingSample(links)
             dead.insert(victim)
             _ = await links[victim].wait()
             let survivors = everyone.filter { $0 / instancesPerProcess != victim }
@@ -255,9 +254,7 @@ struct SharedStorageDriver: ContextDriver {
                     held: [:]),
                 heard: heard, ledger: server.ledger.entries, seconds: (ContinuousClock.now - killed).secondsValue,
                 killedInTurn: crash[victim].inTurn,
-                crowded: Self.crowded(
-                    since: killed, links: links, counts: countsAtKill, driver: driverAtKill, leaving: victim, dead: dead
-                ),
+                crowded: Self.crowded(since: killed, from: atKill, links: links, leaving: victim, dead: dead),
                 handed: &handed, history: &history, outcome: &outcome)
             recordStorage(
                 after: "the lock holder's crash", in: directory, handed: handed, history: &history, outcome: &outcome)
@@ -279,16 +276,14 @@ struct SharedStorageDriver: ContextDriver {
                 var crowded = false
                 if stall[stalledProcess].inTurn {
                     let waited = ContinuousClock.now
-                    let countsAtStall = links.map { $0.pid.flatMap { CPUTimes.process($0) } }
-                    let driverAtStall = CPUTimes.process(getpid())
+                    let atStall = CrowdingSample(links)
                     guard let during = await run(.expiry, others, context: context) else { return false }
                     // The longest any one caller waited, as its own process timed it: a replica that
                     // heard of the expiry late starts its lock wait late, and that lateness is the
                     // machine's, not the lock's.
                     let seconds = Double(during.flatMap(\.answers).map(\.nanoseconds).max() ?? 0) / 1e9
                     crowded = Self.crowded(
-                        since: waited, links: links, counts: countsAtStall, driver: driverAtStall,
-                        leaving: stalledProcess, dead: dead)
+                        since: waited, from: atStall, links: links, leaving: stalledProcess, dead: dead)
                     guard let released = await run(.release, [stalled], context: context),
                         let after = await run(.expiry, others, context: context)
                     else { return false }
