@@ -1,3 +1,4 @@
+import Dispatch
 import SessionContract
 import SessionStores
 import Synchronization
@@ -27,6 +28,21 @@ extension SelfTestStores {
             summary: "the network layer announces every refreshed token, a discarded one too (self-test)",
             isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
         ) { AnnouncingStore(configuration: $0) },
+    ]
+
+    /// Correct state streams that take their time: the checks must wait for them as `compare` does.
+    static let patientStateStreams: [StoreDescriptor] = [
+        StoreDescriptor(
+            name: "states-debounced",
+            summary:
+                "correct: states handed on 50 ms after a change, the newest only, and a new subscriber's first 50 ms after it subscribed (self-test)",
+            isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
+        ) { DebouncedStore(configuration: $0) },
+        StoreDescriptor(
+            name: "states-main-queue",
+            summary: "correct: every state handed on from DispatchQueue.main, in order (self-test)",
+            isReferenceBroken: true, offersSynchronousRead: true, offersStateStream: true
+        ) { MainQueueStatesStore(configuration: $0) },
     ]
 }
 
@@ -161,4 +177,61 @@ private final class AnnouncingEndpoint: TokenEndpoint {
         announce.withLock { $0 }?(.signedIn(generation: grant.accessToken.generation))
         return grant
     }
+}
+
+/// Correct, and slow to say so: a change is handed on 50 ms after it came, the newest state of
+/// those 50 ms only (coalesced, never reordered), and a new subscriber is added, with the state
+/// then current as its first, 50 ms after it subscribed.
+private final class DebouncedStore: StateForwardingStore, @unchecked Sendable {
+    private struct Hub {
+        var latest: SessionState = .signedOut
+        var published: SessionState = .signedOut
+        var armed = false
+        var subscribers: [AsyncStream<SessionState>.Continuation] = []
+    }
+    private let hub = Mutex(Hub())
+    static let delay = Duration.milliseconds(50)
+
+    override func forward(_ state: SessionState) {
+        let arm = hub.withLock { hub -> Bool in
+            hub.latest = state
+            defer { hub.armed = true }
+            return !hub.armed
+        }
+        guard arm else { return }
+        Task {
+            try? await Task.sleep(for: Self.delay)
+            self.hub.withLock { hub in
+                hub.armed = false
+                guard hub.latest != hub.published else { return }
+                hub.published = hub.latest
+                for subscriber in hub.subscribers { subscriber.yield(hub.latest) }
+            }
+        }
+    }
+
+    override func sessionStates() -> AsyncStream<SessionState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SessionState.self)
+        Task {
+            try? await Task.sleep(for: Self.delay)
+            self.hub.withLock { hub in
+                continuation.yield(hub.published)
+                hub.subscribers.append(continuation)
+            }
+        }
+        return stream
+    }
+}
+
+/// Correct: each change is handed on from the main queue, numbered when it came, so in order.
+private final class MainQueueStatesStore: StateForwardingStore, @unchecked Sendable {
+    private let states = StateBroadcaster()
+    private let versions = Atomic<UInt64>(0)
+
+    override func forward(_ state: SessionState) {
+        let version = versions.add(1, ordering: .relaxed).newValue
+        let states = self.states
+        DispatchQueue.main.async { states.publish(state, version: version) }
+    }
+    override func sessionStates() -> AsyncStream<SessionState> { states.subscribe() }
 }

@@ -73,7 +73,7 @@ public enum SelfTestStores {
         cachesPast401,
         cancelsShared401,
         mainQueueDelivery,
-    ] + oneBug + stateStreams + [sharedFlight]
+    ] + oneBug + stateStreams + patientStateStreams + [sharedFlight]
 }
 
 /// The mutex store over storage, except that a session it restored (rather than signed in

@@ -79,7 +79,8 @@ package enum StatesJudge {
                 findings.append(
                     .init(
                         invariant: .observersSeeFinalState,
-                        summary: "a subscriber that joined while signed in did not get the current state first (\(event))",
+                        summary:
+                            "a subscriber that joined while signed in did not get the current state first (\(event))",
                         trace: [
                             "its first state: \(first.map { "\($0)" } ?? "nothing within \(within)"); the store's: \(expected)"
                         ]))
@@ -94,17 +95,21 @@ package enum StatesJudge {
     package static func judgeSequences(_ history: StatesHistory) -> [ContractJudge.Finding] {
         var findings: [ContractJudge.Finding] = []
         var familyOf: [UInt64: UInt64] = [:]
-        for entry in history.ledger { if let generation = entry.issuedGeneration { familyOf[generation] = entry.family } }
+        for entry in history.ledger {
+            if let generation = entry.issuedGeneration { familyOf[generation] = entry.family }
+        }
         for (index, log) in history.received.enumerated() {
             var seen: Set<UInt64> = []
-            var dead: Set<UInt64> = []
+            /// Families a `signed out` or `revoked` ended, with the state that ended them.
+            var dead: [UInt64: SessionState] = [:]
             var latest: (family: UInt64, generation: UInt64)?
             var previous: SessionState?
             for received in log {
                 let state = received.state
                 defer { previous = state }
-                if state == .signedOut {
-                    dead.formUnion(seen)
+                // Signed out, or revoked: over until the next sign-in, which is a new family.
+                if state == .signedOut || state == .revoked {
+                    for family in seen where dead[family] == nil { dead[family] = state }
                     continue
                 }
                 guard let generation = state.generation else { continue }
@@ -116,12 +121,12 @@ package enum StatesJudge {
                             invariant: .noSignedInAfterSignOut,
                             summary: "a subscriber was told of a refresh that a sign-out had discarded",
                             trace: ["subscriber \(index): '\(state)' (family \(family)), after '\(before)'"]))
-                } else if dead.contains(family) {
+                } else if let end = dead[family] {
                     findings.append(
                         .init(
                             invariant: .noSignedInAfterSignOut,
-                            summary: "a subscriber saw a session's state after the 'signed out' that ended it",
-                            trace: ["subscriber \(index): '\(state)' of family \(family) after 'signed out'"]))
+                            summary: "a subscriber saw a session's state after the '\(end)' that ended it",
+                            trace: ["subscriber \(index): '\(state)' of family \(family) after '\(end)'"]))
                 }
                 if let latest, family < latest.family || (family == latest.family && generation < latest.generation) {
                     findings.append(

@@ -43,6 +43,15 @@ extension ExploreCommandTests {
             let found = Set((row.dropFirst(2).first ?? "").split(separator: ",").map(String.init))
             #expect(!found.isEmpty && found.isSubset(of: ["I23", "I24", "I25"]), "\(store): \(row)")
         }
+        // Correct streams that take their time — a debounce, the main queue — are waited for as
+        // compare waits for them.
+        let patient = try await ToolProcess.run(
+            [
+                "explore", "--stores", "states-debounced,states-main-queue", "--scenario", "session-states",
+                "--schedules", "300", "--quiet",
+            ],
+            environment: Self.selfTest, timeout: 300)
+        #expect(patient.status == 0, "\(patient.stdout)\(patient.stderr)")
         // Subscribers show in the interleaving with what they were sent.
         #expect(wrong.stdout.contains("sub 0 ← in g"), "\(wrong.stdout)")
         let replay = try #require(Self.replayArguments(in: wrong.stdout), "\(wrong.stdout)")

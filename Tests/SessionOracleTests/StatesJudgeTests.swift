@@ -31,8 +31,10 @@ struct StatesJudgeTests {
     @Test("a whole lifecycle in order, a new session after the sign-out, is no finding")
     func inOrder() async throws {
         let history = try await Self.history([
-            [.signedOut, .signedIn(generation: 1), .refreshing(generation: 1), .signedIn(generation: 2), .signedOut,
-             .signedIn(generation: 3), .revoked],
+            [
+                .signedOut, .signedIn(generation: 1), .refreshing(generation: 1), .signedIn(generation: 2), .signedOut,
+                .signedIn(generation: 3), .revoked,
+            ],
             [.signedIn(generation: 2), .signedOut],
         ])
         #expect(Self.invariants(history).isEmpty)
@@ -44,6 +46,11 @@ struct StatesJudgeTests {
         let found = StatesJudge.judge(resurrected)
         #expect(found.map(\.invariant) == [.noSignedInAfterSignOut])
         #expect(found.first?.summary.contains("after the 'signed out' that ended it") == true)
+        // A revocation ends the session as a sign-out does: a stale state of it after is the same.
+        let afterRevoked = try await Self.history([[.signedIn(generation: 1), .revoked, .refreshing(generation: 1)]])
+        let late = StatesJudge.judge(afterRevoked)
+        #expect(late.map(\.invariant) == [.noSignedInAfterSignOut])
+        #expect(late.first?.summary.contains("after the 'revoked' that ended it") == true)
 
         var discarded = try await Self.history([[.signedIn(generation: 1), .signedOut, .signedIn(generation: 2)]])
         discarded.discarded = [2]
@@ -59,7 +66,9 @@ struct StatesJudgeTests {
         #expect(Self.invariants(older) == [.stateOrder])
         let olderSession = try await Self.history([[.signedIn(generation: 3), .signedIn(generation: 2)]])
         #expect(Self.invariants(olderSession) == [.stateOrder])
-        let same = try await Self.history([[.signedIn(generation: 2), .refreshing(generation: 2), .signedIn(generation: 2)]])
+        let same = try await Self.history([
+            [.signedIn(generation: 2), .refreshing(generation: 2), .signedIn(generation: 2)]
+        ])
         #expect(Self.invariants(same).isEmpty)
     }
 
@@ -74,11 +83,14 @@ struct StatesJudgeTests {
         ]
         let found = StatesJudge.judge(history)
         #expect(found.map(\.invariant) == [.observersSeeFinalState])
-        #expect(found.first?.summary == "2 of 3 subscriber(s) never saw 'signed in (generation 2)' after round 0: expiry")
+        #expect(
+            found.first?.summary == "2 of 3 subscriber(s) never saw 'signed in (generation 2)' after round 0: expiry")
         #expect(found.first?.trace == ["subscriber 0's latest state: signed in (generation 1)"])
 
         history.observations = [
-            .joined(event: "joins", expected: .signedIn(generation: 2), first: .signedIn(generation: 2), within: .seconds(2)),
+            .joined(
+                event: "joins", expected: .signedIn(generation: 2), first: .signedIn(generation: 2), within: .seconds(2)
+            ),
             .joined(event: "joins", expected: .signedIn(generation: 2), first: nil, within: .seconds(2)),
         ]
         let late = StatesJudge.judge(history)
@@ -90,7 +102,9 @@ struct StatesJudgeTests {
     func incomplete() async throws {
         var history = try await Self.history([[.signedIn(generation: 2), .signedIn(generation: 1)]], complete: false)
         #expect(Self.invariants(history).isEmpty)
-        history.observations = [.followed(event: "e", expected: .signedOut, behind: [.init(subscriber: 0, latest: nil)])]
+        history.observations = [
+            .followed(event: "e", expected: .signedOut, behind: [.init(subscriber: 0, latest: nil)])
+        ]
         #expect(Self.invariants(history) == [.observersSeeFinalState])
     }
 }

@@ -64,20 +64,29 @@ public enum ControlledExecution {
 
     /// Waits until every other task has run as far as it can without a timer: no job is left to
     /// run but timers (a server's answer on its way, a store's own sleep) and other settling
-    /// tasks. What the subscribers of a store's states were sent, they have read by then.
-    /// Outside an exploration, one `Task.yield()`.
-    public static func settle() async {
+    /// tasks. With `delay`, first waits that long of virtual time, its timer firing only once no
+    /// job but timers is held: every timer the others set meanwhile, due within `delay`, fires
+    /// before it (a store that publishes 50 ms after a change has published). What the subscribers
+    /// of a store's states were sent, they have read by then. Outside an exploration, a sleep of
+    /// `delay` and one `Task.yield()`.
+    public static func settle(waiting delay: Duration = .zero) async {
         #if compiler(>=6.3) && os(Linux)
             if isInstalled, ControlledExecutor.shared.isDriving {
                 // Every job of this task until it is back (a yield may reach the executor as a job
                 // that enqueues the task's own) waits for the others.
                 let executor = ControlledExecutor.shared
                 executor.settling = executor.running
+                if delay > .zero {
+                    // A sleep's timer is a job of its own: marked as it is enqueued.
+                    executor.settlingTimer = true
+                    await sleep(for: delay)
+                }
                 await Task.yield()
                 executor.settling = nil
                 return
             }
         #endif
+        if delay > .zero { try? await Task.sleep(for: delay) }
         await Task.yield()
     }
 
@@ -217,6 +226,7 @@ public enum ControlledExecution {
                     if held.info.isTimer {
                         let deadline = held.info.deadline
                         guard deadline == due || (deadline <= bound && deadline <= firm ?? .max) else { continue }
+                        if held.info.settles, unsettled { continue }
                     } else if held.main, index != oldestMain {
                         continue
                     } else if held.info.settles, unsettled {
@@ -242,9 +252,12 @@ public enum ControlledExecution {
         /// Whether the sleep about to be enqueued is an answer on its way (``ControlledExecution/answer(after:)``):
         /// set, read and cleared on the driving thread only.
         var late = false
-        /// The task that settles (``ControlledExecution/settle()``), by job id: its jobs wait for the
+        /// The task that settles (``ControlledExecution/settle(waiting:)``), by job id: its jobs wait for the
         /// others. Set, read and cleared on the driving thread only.
         var settling: UInt?
+        /// Whether the timer about to be enqueued is a settling task's wait (``ControlledExecution/settle(waiting:)``):
+        /// set, read and cleared on the driving thread only.
+        var settlingTimer = false
         /// Asks the schedule for a choice's value (``ControlledExecution/choose(_:)``) while a
         /// schedule is driven: called on the driving thread only.
         var pick: ((Int) -> Int)?
@@ -289,6 +302,10 @@ public enum ControlledExecution {
                 late = false
             }
             if !timer, onDriver, let settling, settling == id { info.settles = true }
+            if timer, onDriver, settlingTimer {
+                info.settles = true
+                settlingTimer = false
+            }
             held.withLock { held in
                 info.deadline = timer ? held.now &+ max(0, nanoseconds) : 0
                 held.jobs.append((job, info, main))
@@ -315,6 +332,7 @@ public enum ControlledExecution {
                 driver.store(0, ordering: .relaxed)
                 held.withLock { $0.jobs.removeAll() }
                 settling = nil
+                settlingTimer = false
             }
             held.withLock { held in
                 held.jobs.removeAll()
@@ -352,6 +370,12 @@ public enum ControlledExecution {
                     return .stepLimit(steps: box.steps)
                 }
                 var (jobs, at) = held.withLock { $0.enabled() }
+                // A task that settles waits for the main queue's blocks too: they run now, and
+                // whatever they resume is held before it.
+                if Thread.isMainThread, jobs.contains(where: \.settles) {
+                    _ = RunLoop.main.run(mode: .default, before: Date())
+                    (jobs, at) = held.withLock { $0.enabled() }
+                }
                 if jobs.isEmpty {
                     if returnedAt != nil { return .finished(steps: box.steps) }
                     // Nothing here: the main queue's blocks run now (on this thread, the main one, so

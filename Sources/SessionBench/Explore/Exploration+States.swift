@@ -7,7 +7,7 @@ extension Exploration {
     /// a store whose state is observed. Two subscribers subscribe before the first sign-in, and
     /// each round one more joins at a point the schedule picks while the program plays. Once a
     /// round's program is done and every task has run as far as it can
-    /// (``ControlledExecution/settle()``), a new subscriber joins, and each subscriber's latest
+    /// (``ControlledExecution/settle(waiting:)``), a new subscriber joins, and each subscriber's latest
     /// state must be the one that new subscriber got first, and the session's own (with a
     /// synchronous read, `currentToken()`'s generation): every subscriber reaches the store's
     /// state (I23). After the last round's sign-out, that state is `signedOut`. Over each
@@ -59,6 +59,14 @@ extension Exploration {
         history.complete = true
         world.oracle.record(findings + StatesJudge.judgeSequences(history))
         judged.violations = world.oracle.violations
+        // Two schedules that differ only in what subscribers were told differ in their digest too.
+        if judged.digest != 0 {
+            judged.digest = Self.digest(
+                judged.trace.entries, judged.trace.calls,
+                more: subscribers.received.enumerated().flatMap { index, states in
+                    states.map { "sub \(index) \($0.state)" }
+                })
+        }
         judged.trace.marks = (player.marks + subscribers.marks).sorted { $0.nanos < $1.nanos }
         judged.trace.cancelPoints = CancelPoint.points(
             judged.trace.calls, marks: player.marks, entries: judged.trace.entries)

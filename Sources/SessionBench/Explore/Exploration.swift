@@ -263,7 +263,8 @@ public struct Exploration: Sendable {
     }
 
     /// FNV-1a over what the server did and what each caller got, in order; real times left out.
-    static func digest(_ entries: [LedgerEntry], _ calls: [ObservedCall]) -> UInt64 {
+    /// `more`: what else the schedule did, in order (each subscriber's states, say), mixed in after.
+    static func digest(_ entries: [LedgerEntry], _ calls: [ObservedCall], more: [String] = []) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ text: String) {
             for byte in text.utf8 {
@@ -283,6 +284,7 @@ public struct Exploration: Sendable {
             case .none: mix("\(call.phase) \(call.caller) none|")
             }
         }
+        for line in more { mix(line + "|") }
         return hash
     }
 }

@@ -13,8 +13,8 @@ public struct HeldJob: Sendable {
     /// at its deadline or later, up to ``ControlledExecution/lateness`` after it, so a timer of the
     /// store's own due in between may fire first.
     var isLate = false
-    /// A task that waits for the others to settle (``ControlledExecution/settle()``): it may run
-    /// only once no other job but a timer is held.
+    /// A task, or its timer, that waits for the others to settle (``ControlledExecution/settle(waiting:)``):
+    /// it may run only once no other job but a timer is held.
     var settles = false
 
     /// One of the values of a choice the scenario asks for (``ControlledExecution/choose(_:)``):
