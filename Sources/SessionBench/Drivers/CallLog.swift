@@ -53,8 +53,9 @@ final class CallLog: Sendable {
         do throws(SessionError) { try await store.signIn(Credentials(subject: user)) } catch { failure = error }
         let event = SessionEvent.signIn(
             account: account, slot: subjects[account].firstIndex(of: user) ?? 0, from: t0,
-            to: TokenServer.realNanoseconds(), error: failure, clockAt: at, ledger: server.ledger, subject: user,
-            issued: server.issuedTokens)
+            to: TokenServer.realNanoseconds(), error: failure, clockAt: at, ledger: server.ledger,
+            // With one account, the only sign-in under way is this one: no need to tell grants apart.
+            subject: subjects.count > 1 ? user : nil, issued: subjects.count > 1 ? server.issuedTokens : [:])
         recorded.withLock(visibleTo: self) { $0.events.append(event) }
         if let failure { throw failure }
     }

@@ -28,14 +28,7 @@ extension Exploration {
                 users: accounts[account], lifetime: scenario.tokenLifetime, skew: world.skew, account: account,
                 firstCaller: account * (callers + 1))
         }
-        world.server.setContext("sign-in")
-        for player in players {
-            do throws(SessionError) {
-                try await world.log.signIn(player.users[0], on: player.store, account: player.account)
-            } catch {
-                return world.judged(digested: false)
-            }
-        }
+        guard await world.signIn() else { return world.judged(digested: false) }
         var lines: [String] = []
         var values: [Int] = []
         for round in 0..<scenario.rounds {

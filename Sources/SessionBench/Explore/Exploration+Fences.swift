@@ -93,10 +93,16 @@ struct ControlledWorld {
         oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
     }
 
-    /// Signs the first user in; `false` when the store's sign-in failed.
+    /// Signs each account's first user in on its store; `false` when a sign-in failed.
     func signIn() async -> Bool {
         server.setContext("sign-in")
-        do throws(SessionError) { try await log.signIn(users[0], on: store) } catch { return false }
+        for (account, store) in stores.enumerated() {
+            do throws(SessionError) {
+                try await log.signIn(log.subjects[account][0], on: store, account: account)
+            } catch {
+                return false
+            }
+        }
         return true
     }
 
@@ -105,8 +111,9 @@ struct ControlledWorld {
     /// of the store's own, and against a healthy server (a failed sign-in is the store's, I12)
     /// unless `healthyServer` is false (the flaky rounds' server fails on purpose).
     /// `digested`: with the digest of what was done (none for a schedule that could not start).
+    /// `digestAlso`: what else the schedule did, in order, for the digest (what subscribers were told).
     func judged(
-        digested: Bool = true, healthyServer: Bool = true, clockMoves: Bool = false
+        digested: Bool = true, healthyServer: Bool = true, clockMoves: Bool = false, digestAlso: [String] = []
     ) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
         let (calls, entries) = (log.calls, server.ledger.entries)
         if digested {
@@ -117,7 +124,7 @@ struct ControlledWorld {
             skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves,
             storages: digested ? storages : [], into: oracle)
         return (
-            oracle.violations, digested ? Exploration.digest(entries, calls) : 0,
+            oracle.violations, digested ? Exploration.digest(entries, calls, more: digestAlso) : 0,
             Exploration.StormTrace(calls: calls, entries: entries, coverage: coverage)
         )
     }

@@ -51,7 +51,12 @@ extension Exploration {
         subscribers.enter("sign-out")
         await world.log.signOut(store)
         findings += await subscribers.settled(after: "the last sign-out", expected: .signedOut)
-        var judged = world.judged(clockMoves: true)
+        // Two schedules that differ only in what subscribers were told differ in their digest too.
+        var judged = world.judged(
+            clockMoves: true,
+            digestAlso: subscribers.received.enumerated().flatMap { index, states in
+                states.map { "sub \(index) \($0.state)" }
+            })
         var history = StatesHistory(subscribers: subscribers.count)
         history.received = subscribers.received
         history.ledger = judged.trace.entries
@@ -59,14 +64,6 @@ extension Exploration {
         history.complete = true
         world.oracle.record(findings + StatesJudge.judgeSequences(history))
         judged.violations = world.oracle.violations
-        // Two schedules that differ only in what subscribers were told differ in their digest too.
-        if judged.digest != 0 {
-            judged.digest = Self.digest(
-                judged.trace.entries, judged.trace.calls,
-                more: subscribers.received.enumerated().flatMap { index, states in
-                    states.map { "sub \(index) \($0.state)" }
-                })
-        }
         judged.trace.marks = (player.marks + subscribers.marks).sorted { $0.nanos < $1.nanos }
         judged.trace.cancelPoints = CancelPoint.points(
             judged.trace.calls, marks: player.marks, entries: judged.trace.entries)
