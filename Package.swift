@@ -127,7 +127,7 @@ let package = Package(
         // allocation count, bugs only `explore` reaches): the executable registers them when
         // SESSION_BENCH_SELF_TEST_STORES=1 is set. No product: a user's package never links them.
         .target(
-            name: "SessionBenchSelfTest", dependencies: ["SessionContract", "SessionStores"], swiftSettings: imports),
+            name: "SessionBenchSelfTest", dependencies: ["SessionContract", "SessionStores", "SessionSync"], swiftSettings: imports),
         // For a test target: the default scenarios on one store inside `swift test` (Swift Testing
         // or XCTest), each violation a test issue with the command that reproduces it.
         .target(

@@ -18,7 +18,8 @@ import Synchronization
 /// cancelled 401 caller cancel the refresh every waiter shares; one is correct but hands every
 /// answer back through the main queue; and one correct store comes with one bug each of a kind
 /// auth libraries have shipped (a waiter's watchdog, a failure that rolls back past a sign-out, a
-/// 401 that replays a failure, a sign-in that keeps the old user until it is granted). They
+/// 401 that replays a failure, a sign-in that keeps the old user until it is granted); and six
+/// are the mutex store with one step-up promise broken each (`step-up-…`). They
 /// are reference-broken (never run by default), and none is in the SessionBenchCLI library: the
 /// `session-bench` executable hands them to the command line when
 /// `SESSION_BENCH_SELF_TEST_STORES=1` is set, in every process it starts (the measuring and
@@ -27,53 +28,57 @@ public enum SelfTestStores {
     /// Whether `SESSION_BENCH_SELF_TEST_STORES=1` is set.
     public static var enabled: Bool { ProcessInfo.processInfo.environment["SESSION_BENCH_SELF_TEST_STORES"] == "1" }
 
-    public static let all: [StoreDescriptor] = [
-        StoreDescriptor(
-            name: "crashes-on-expiry", summary: "traps when a refresh is needed (self-test)", isReferenceBroken: true
-        ) {
-            ExpiryTrap(configuration: $0, behaviour: .crash)
-        },
-        StoreDescriptor(
-            name: "hangs-on-expiry", summary: "never answers when a refresh is needed (self-test)",
-            isReferenceBroken: true
-        ) {
-            ExpiryTrap(configuration: $0, behaviour: .hang)
-        },
-        StoreDescriptor(
-            name: "semaphore-refresh",
-            summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
-            isReferenceBroken: true
-        ) { SemaphoreRefreshStore(configuration: $0) },
-        StoreDescriptor(
-            name: "allocates-once-per-read", summary: "the mutex store plus one 32-byte malloc per read (self-test)",
-            isReferenceBroken: true
-        ) { AllocatingStore(configuration: $0) },
-        StoreDescriptor(
-            name: "mutex-unshared-refresh",
-            summary: "a Mutex around the grant, each caller that finds it expired refreshing on its own (self-test)",
-            isReferenceBroken: true
-        ) { UnsharedRefreshStore(configuration: $0) },
-        StoreDescriptor(
-            name: "dispatch-hop",
-            summary: "the mutex store, each read first hopping through a global DispatchQueue (self-test)",
-            isReferenceBroken: true
-        ) { DispatchHopStore(configuration: $0) },
-        StoreDescriptor(
-            name: "restores-without-refresh-token",
-            summary: "a restored session's first refresh ends in signed out (self-test)", isReferenceBroken: true,
-            offersSynchronousRead: false, persistsSession: true
-        ) { RestoredWithoutRefreshToken(configuration: $0) },
-        StoreDescriptor(
-            name: "gap-before-publish",
-            summary: "single-flight, but a caller resuming while a refresh publishes refreshes again (self-test)",
-            isReferenceBroken: true
-        ) { GapBeforePublishStore(configuration: $0) },
-        declaresUnconditional401,
-        cancelFenced,
-        cachesPast401,
-        cancelsShared401,
-        mainQueueDelivery,
-    ] + oneBug + stateStreams + patientStateStreams + [sharedFlight]
+    public static let all: [StoreDescriptor] =
+        [
+            StoreDescriptor(
+                name: "crashes-on-expiry", summary: "traps when a refresh is needed (self-test)",
+                isReferenceBroken: true
+            ) {
+                ExpiryTrap(configuration: $0, behaviour: .crash)
+            },
+            StoreDescriptor(
+                name: "hangs-on-expiry", summary: "never answers when a refresh is needed (self-test)",
+                isReferenceBroken: true
+            ) {
+                ExpiryTrap(configuration: $0, behaviour: .hang)
+            },
+            StoreDescriptor(
+                name: "semaphore-refresh",
+                summary: "single-flight through a DispatchSemaphore held across an await (self-test)",
+                isReferenceBroken: true
+            ) { SemaphoreRefreshStore(configuration: $0) },
+            StoreDescriptor(
+                name: "allocates-once-per-read",
+                summary: "the mutex store plus one 32-byte malloc per read (self-test)",
+                isReferenceBroken: true
+            ) { AllocatingStore(configuration: $0) },
+            StoreDescriptor(
+                name: "mutex-unshared-refresh",
+                summary:
+                    "a Mutex around the grant, each caller that finds it expired refreshing on its own (self-test)",
+                isReferenceBroken: true
+            ) { UnsharedRefreshStore(configuration: $0) },
+            StoreDescriptor(
+                name: "dispatch-hop",
+                summary: "the mutex store, each read first hopping through a global DispatchQueue (self-test)",
+                isReferenceBroken: true
+            ) { DispatchHopStore(configuration: $0) },
+            StoreDescriptor(
+                name: "restores-without-refresh-token",
+                summary: "a restored session's first refresh ends in signed out (self-test)", isReferenceBroken: true,
+                offersSynchronousRead: false, persistsSession: true
+            ) { RestoredWithoutRefreshToken(configuration: $0) },
+            StoreDescriptor(
+                name: "gap-before-publish",
+                summary: "single-flight, but a caller resuming while a refresh publishes refreshes again (self-test)",
+                isReferenceBroken: true
+            ) { GapBeforePublishStore(configuration: $0) },
+            declaresUnconditional401,
+            cancelFenced,
+            cachesPast401,
+            cancelsShared401,
+            mainQueueDelivery,
+        ] + oneBug + stateStreams + patientStateStreams + [sharedFlight, savesInBackground] + stepUp
 }
 
 /// The mutex store over storage, except that a session it restored (rather than signed in

@@ -61,6 +61,9 @@ package struct ContractJudge {
     /// When a call of each session first returned `refreshTokenRevoked`, or `signedOut` once the
     /// server had refused the session: the store knew.
     package private(set) var revokedTold: [UInt64: Int64] = [:]
+    /// When the store's process died and a new one was made over its storage (`explore`'s
+    /// crash): what the old process knew died with it, so a refusal it heard binds none after.
+    package var restarts: [Int64] = []
     /// When each `tokenRejected` of a generation ran (real nanoseconds, start and return). While
     /// one runs, the store may have a refresh of it under way that the server has not seen yet:
     /// the request is on its way (over a socket, or on a thread the machine has not run yet), and
@@ -90,6 +93,13 @@ package struct ContractJudge {
 
     /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
     package mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
+        // A call a restart cut died with its caller: what it got reached nobody, and it is not
+        // judged; it is still a fact (a 401 it made was under way).
+        let (all, calls) = (calls, calls.filter { !cut($0) })
+        for call in all where cut(call) {
+            guard case .tokenRejected(let generation) = call.request else { continue }
+            rejections[generation, default: []].append((call.startedNanos, call.endedNanos, call.wasCancelled))
+        }
         refusedByStoreLimit += calls.filter { isStoreLimitRefusal($0, timeline) }
         watermark.add(
             calls.compactMap { call in
@@ -121,6 +131,12 @@ package struct ContractJudge {
     /// The server calls no caller asked for: a sign-in the harness did not make (I13), and
     /// refreshes of a session after its end (I8, I9) or after the store said the server refused
     /// it (I27).
+    /// Whether a restart came while `call` was under way.
+    package func cut(_ call: ObservedCall) -> Bool { restarted(after: call.startedNanos, by: call.endedNanos) }
+
+    /// Whether the store's process was restarted between `start` and `end`.
+    func restarted(after start: Int64, by end: Int64) -> Bool { restarts.contains { $0 > start && $0 < end } }
+
     package func judgeServerCalls(_ timeline: SessionTimeline, report: (Finding) -> Void) {
         let signIns = timeline.events.values.flatMap { $0 }.filter(\.isSignIn)
         for event in signIns.sorted(by: { $0.startedNanos < $1.startedNanos }) {
@@ -161,7 +177,9 @@ package struct ContractJudge {
             // After the server refused the session (and surely once a caller was told), nothing
             // refreshes it: a refresh decided before the refusal arrived overlapped the refused one.
             let over = min(revokedTold[session.family] ?? .max, session.refusedAt ?? .max)
-            if over < .max, let late = refreshes.first(where: { $0.sentAt > over }) {
+            if over < .max,
+                let late = refreshes.first(where: { $0.sentAt > over && !restarted(after: over, by: $0.sentAt) })
+            {
                 report(
                     Finding(
                         invariant: .revocationFinal,
@@ -306,7 +324,9 @@ package struct ContractJudge {
         // of that session, not merely of that account.
         if let finding = judgeLaterSession(token, session: session, call: call, who: who, timeline) { return finding }
         // I27: a session the store had said the server refused.
-        if let told = revokedTold[session.family], call.startedNanos > told {
+        if let told = revokedTold[session.family], call.startedNanos > told,
+            !restarted(after: told, by: call.startedNanos)
+        {
             return Finding(
                 invariant: .revocationFinal,
                 summary:

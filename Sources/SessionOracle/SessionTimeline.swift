@@ -64,7 +64,8 @@ package struct SessionTimeline {
                     ended: position + 1 < list.count ? list[position + 1] : nil)
             }
         }
-        for entry in entries {
+        // An elevation's generation is an elevated token's, not one of the session's grants.
+        for entry in entries where entry.call != .elevate {
             if let generation = entry.issuedGeneration, let answered = entry.respondedAt, entry.deliveredGrant {
                 deliveredAt[generation] = answered
             }
@@ -81,7 +82,7 @@ package struct SessionTimeline {
             // received, but answers after each call's own latency, so a refusal decided later
             // (a refresh of the revoked family) can reach its caller before the one that revoked it.
             // A refusal the client hung up on before it arrived told the store nothing.
-            if entry.isInvalidGrant, !entry.lostByClient, let answered = entry.respondedAt,
+            if entry.isInvalidGrant, !entry.lostByClient, !entry.lostInCrash, let answered = entry.respondedAt,
                 var session = sessions[entry.family]
             {
                 session.refusedAt = min(session.refusedAt ?? answered, answered)

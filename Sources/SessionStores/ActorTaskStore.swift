@@ -109,6 +109,9 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
             elevation = nil
             if case .success(let token) = result { elevated = token }
         }
+        // Waiters resume on the actor one at a time: the clock may have moved past the token's
+        // expiry since the step-up bought it.
+        if case .success(let token) = result, !token.isFresh(at: clock.now()) { throw .stepUpFailed }
         return try result.get()
     }
 
@@ -175,7 +178,8 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
         if let inFlight {
             task = inFlight
         } else {
-            let endpoint = self.endpoint, clock = self.clock
+            let endpoint = self.endpoint
+            let clock = self.clock
             task = Task {
                 let result = await endpoint.refreshResult(refreshToken)
                 let fresh = (try? result.get()).map { $0.accessToken.isFresh(at: clock.now()) } ?? false

@@ -123,6 +123,9 @@ public final class ElevationCoordinator: Sendable {
         guard let authenticator, let endpoint else { return .failure(.stepUpFailed) }
         let token: AccessToken
         do throws(SessionError) { token = try await base() } catch { return .failure(error) }
+        // A session that ended while the base token came (a sign-out, another user's sign-in) has
+        // nobody to prompt: the next user's own request prompts them, once.
+        guard await isCurrent() else { return .failure(.signedOut) }
         switch await authenticator.prompt(for: token.subject) {
         case .denied: return .failure(.stepUpDenied)
         case .dismissed: return .failure(.stepUpDismissed)

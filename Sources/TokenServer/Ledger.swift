@@ -59,6 +59,9 @@ public struct LedgerEntry: Sendable, Hashable {
     /// The answer was lost because the client went away (its task was cancelled) while it
     /// travelled, not by an injected fault.
     public internal(set) var lostByClient: Bool = false
+    /// The answer was on its way when the client's process died (``Ledger/loseInCrash(_:at:)``):
+    /// a grant or a refusal that never reached it.
+    public internal(set) var lostInCrash: Bool = false
     /// What the harness was doing when the call arrived (`round 4, sign-out race`), for traces.
     public let context: String
     /// For a machine client's grant (client credentials): which client, as a number the server
@@ -146,6 +149,19 @@ public struct Ledger: Sendable {
             if entries[index].outcome == .issued || entries[index].outcome == .reuseAccepted {
                 entries[index].outcome = .responseLost
             }
+        }
+    }
+
+    /// The call's answer was on its way when the client's process died (`explore`'s crash): it
+    /// is answered now, and lost — not by the client's choice, so a grant it carried was never
+    /// the client's (``boughtGrant`` is false) and presenting the refresh token again is no reuse
+    /// of the client's making.
+    mutating func loseInCrash(_ index: Int, at: Int64) {
+        guard entries.indices.contains(index), entries[index].respondedAt == nil else { return }
+        entries[index].respondedAt = at
+        entries[index].lostInCrash = true
+        if entries[index].outcome == .issued || entries[index].outcome == .reuseAccepted {
+            entries[index].outcome = .responseLost
         }
     }
 

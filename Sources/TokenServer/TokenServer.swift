@@ -1,5 +1,5 @@
-import SessionSync
 import SessionContract
+import SessionSync
 import Synchronization
 
 /// An in-process OAuth token server that behaves like a strict real one.
@@ -92,6 +92,8 @@ public final class TokenServer: StepUpEndpoint {
         var refreshTokens: [String: IssuedRefreshToken] = [:]
         var ledger = Ledger()
         var scriptedFaults: [FaultModel.Fault?] = []
+        /// Refreshes whose answers were on their way when the client's process died.
+        var lostInCrash: Set<Int> = []
         var context = ""
         /// Access-token generation → family, for elevation requests.
         var familyOfGeneration: [UInt64: UInt64] = [:]
@@ -251,6 +253,19 @@ public final class TokenServer: StepUpEndpoint {
         return grant
     }
 
+    /// The client's process died (`explore`'s crash): every refresh answer on its way is lost,
+    /// answered now in the ledger (``Ledger/loseInCrash(_:at:)``); the call still waiting for it
+    /// gets a transient error, which nobody is left to hear.
+    public func loseAnswersInFlight() {
+        state.withLock(visibleTo: self) { state in
+            let now = Self.realNanoseconds()
+            for entry in state.ledger.entries where entry.call == .refresh && entry.respondedAt == nil {
+                state.ledger.loseInCrash(entry.index, at: now)
+                state.lostInCrash.insert(entry.index)
+            }
+        }
+    }
+
     public func refresh(_ refreshToken: RefreshToken) async throws(TokenEndpointError) -> TokenGrant {
         let sentAt = Self.realNanoseconds()
         guard await gate.pass(), !Task.isCancelled else {
@@ -274,10 +289,12 @@ public final class TokenServer: StepUpEndpoint {
         // A client that went away while the answer travelled never receives it.
         let hungUp = trip > .zero && Task.isCancelled
         let expired = (try? response.get()).map { !$0.accessToken.isFresh(at: clock.now()) } ?? false
-        state.withLock(visibleTo: self) {
+        let crashed = state.withLock(visibleTo: self) {
+            if $0.lostInCrash.remove(index) != nil { return true }
             $0.ledger.markResponded(index, at: Self.realNanoseconds(), lost: hungUp, expired: expired && !hungUp)
+            return false
         }
-        if hungUp { throw .transient }
+        if hungUp || crashed { throw .transient }
         return try response.get()
     }
 
@@ -286,7 +303,8 @@ public final class TokenServer: StepUpEndpoint {
         _ state: inout State, _ presented: RefreshToken, sentAt: Int64
     ) -> Result<TokenGrant, TokenEndpointError> {
         let now = clock.now()
-        let fault = state.scriptedFaults.isEmpty
+        let fault =
+            state.scriptedFaults.isEmpty
             ? configuration.faults.draw(using: &state.random) : state.scriptedFaults.removeFirst()
         let context = state.context
         guard var record = state.refreshTokens[presented.value] else {

@@ -1,10 +1,10 @@
 import SessionContract
-import SessionSync
 import SessionStores
+import SessionSync
 import Synchronization
 
-/// Stores wrong in one way each about step-up, API objects or observable state. Each wraps a
-/// correct `MutexStore` and breaks one promise on top of it.
+/// Stores wrong in one way each about observable state. Each wraps a correct `MutexStore` and
+/// breaks one promise on top of it. (The step-up ones are self-test stores, `explore` runs them.)
 class PromiseStore: StepUpSessionStore, ObservableSessionStore, @unchecked Sendable {
     // SAFETY: subclasses keep their own state in Mutex/Atomic.
     let inner: MutexStore
@@ -38,182 +38,6 @@ class PromiseStore: StepUpSessionStore, ObservableSessionStore, @unchecked Senda
             name: name, summary: "wrong on purpose", isReferenceBroken: true, offersStepUp: true,
             offersStateStream: true
         ) { Self(configuration: $0) }
-    }
-
-    /// Prompts and buys an elevated token, no coordination at all.
-    func promptAndElevate() async throws(SessionError) -> ElevatedToken {
-        let token = try await inner.validToken()
-        guard let authenticator = configuration.authenticator,
-            let endpoint = configuration.endpoint as? any StepUpEndpoint
-        else { throw .stepUpFailed }
-        switch await authenticator.prompt(for: token.subject) {
-        case .denied: throw .stepUpDenied
-        case .dismissed: throw .stepUpDismissed
-        case .approved(let proof):
-            do throws(TokenEndpointError) { return try await endpoint.elevate(token, proof: proof) } catch {
-                throw .stepUpFailed
-            }
-        }
-    }
-}
-
-/// A client of a ``PromiseStore`` whose calls are given as closures.
-final class ClosureClient: SessionClient, @unchecked Sendable {
-    let tokenBody: @Sendable () async throws(SessionError) -> AccessToken
-    let elevatedBody: @Sendable () async throws(SessionError) -> ElevatedToken
-
-    init(
-        token: @escaping @Sendable () async throws(SessionError) -> AccessToken,
-        elevated: @escaping @Sendable () async throws(SessionError) -> ElevatedToken
-    ) {
-        tokenBody = token
-        elevatedBody = elevated
-    }
-
-    func token() async throws(SessionError) -> AccessToken { try await tokenBody() }
-    func elevatedToken() async throws(SessionError) -> ElevatedToken { try await elevatedBody() }
-}
-
-/// I18: check the cached elevated token, then prompt: every concurrent caller prompts.
-final class CheckThenPromptStore: PromiseStore, @unchecked Sendable {
-    let cached = Mutex<ElevatedToken?>(nil)
-    override func signOut() async {
-        cached.withLock(visibleTo: self) { $0 = nil }
-        await inner.signOut()
-    }
-    override func signIn(_ credentials: Credentials) async throws(SessionError) {
-        cached.withLock(visibleTo: self) { $0 = nil }
-        try await inner.signIn(credentials)
-    }
-    override func makeClient() -> any SessionClient {
-        ClosureClient(token: { () async throws(SessionError) in try await self.inner.validToken() }) {
-            () async throws(SessionError) in
-            if let token = self.cached.withLock(visibleTo: self, { $0 }), token.isFresh(at: self.configuration.clock.now()) {
-                return token
-            }
-            let token = try await self.promptAndElevate()
-            self.cached.withLock(visibleTo: self) { $0 = token }
-            return token
-        }
-    }
-}
-
-/// I19: remembers a denial and refuses every later step-up without asking again.
-final class StickyDenialStore: PromiseStore, @unchecked Sendable {
-    let refused = Mutex<SessionError?>(nil)
-    override func makeClient() -> any SessionClient {
-        let client = inner.makeClient()
-        return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
-            () async throws(SessionError) in
-            if let refused = self.refused.withLock(visibleTo: self, { $0 }) { throw refused }
-            do throws(SessionError) { return try await client.elevatedToken() } catch {
-                if error.isStepUp { self.refused.withLock(visibleTo: self) { $0 = error } }
-                throw error
-            }
-        }
-    }
-}
-
-/// I11: a request whose task is cancelled while the prompt is open is told the user dismissed
-/// it, as if the cancellation were the user's answer.
-final class CancelledAsDismissedStore: PromiseStore, @unchecked Sendable {
-    override func makeClient() -> any SessionClient {
-        let client = inner.makeClient()
-        return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
-            () async throws(SessionError) in
-            do throws(SessionError) { return try await client.elevatedToken() } catch {
-                throw error == .cancelled ? .stepUpDismissed : error
-            }
-        }
-    }
-}
-
-/// I20: drops the elevated token on sign-out, but keeps it across another user's sign-in.
-final class ElevationSurvivesSwitchStore: PromiseStore, @unchecked Sendable {
-    let cached = Mutex<ElevatedToken?>(nil)
-    override func signOut() async {
-        cached.withLock(visibleTo: self) { $0 = nil }
-        await inner.signOut()
-    }
-    override func makeClient() -> any SessionClient {
-        let client = inner.makeClient()
-        return ClosureClient(token: { () async throws(SessionError) in try await client.token() }) {
-            () async throws(SessionError) in
-            if let token = self.cached.withLock(visibleTo: self, { $0 }), token.isFresh(at: self.configuration.clock.now()) {
-                return token
-            }
-            let token = try await client.elevatedToken()
-            self.cached.withLock(visibleTo: self) { $0 = token }
-            return token
-        }
-    }
-}
-
-/// I21: one async queue for every auth operation, so a read waits while the user answers a prompt.
-final class OneAuthQueueStore: PromiseStore, @unchecked Sendable {
-    let queue = AsyncQueue()
-    override func validToken() async throws(SessionError) -> AccessToken {
-        await queue.acquire()
-        defer { queue.release() }
-        return try await inner.validToken()
-    }
-    override func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
-        await queue.acquire()
-        defer { queue.release() }
-        return try await inner.tokenRejected(token)
-    }
-    override func makeClient() -> any SessionClient {
-        let client = inner.makeClient()
-        return ClosureClient(token: { () async throws(SessionError) in try await self.validToken() }) {
-            () async throws(SessionError) in
-            await self.queue.acquire()
-            defer { self.queue.release() }
-            return try await client.elevatedToken()
-        }
-    }
-}
-
-/// A first-come lock for async code.
-final class AsyncQueue: Sendable {
-    private let state = Mutex<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-    func acquire() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock(visibleTo: self) { state -> Bool in
-                if !state.busy {
-                    state.busy = true
-                    return true
-                }
-                state.waiting.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
-    }
-    func release() {
-        let next = state.withLock(visibleTo: self) { state -> CheckedContinuation<Void, Never>? in
-            if state.waiting.isEmpty {
-                state.busy = false
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.resume()
-    }
-}
-
-/// I22: an API object keeps the first token it got while it is fresh: after a user switch it
-/// still sends the previous user's.
-final class TokenCapturingClientStore: PromiseStore, @unchecked Sendable {
-    override func makeClient() -> any SessionClient {
-        let captured = TokenBox()
-        let client = inner.makeClient()
-        let clock = configuration.clock
-        return ClosureClient(token: { () async throws(SessionError) in
-            if let token = captured.token.withLock(visibleTo: captured, { $0 }), token.isFresh(at: clock.now()) { return token }
-            let token = try await client.token()
-            captured.token.withLock(visibleTo: captured) { $0 = token }
-            return token
-        }) { () async throws(SessionError) in try await client.elevatedToken() }
     }
 }
 
@@ -286,8 +110,4 @@ final class DelayedSpinnerStore: RepublishingStore, @unchecked Sendable {
             self.publish(state)
         }
     }
-}
-
-final class TokenBox: Sendable {
-    let token = Mutex<AccessToken?>(nil)
 }

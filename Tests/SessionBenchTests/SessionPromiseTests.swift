@@ -1,4 +1,5 @@
 import SessionBench
+import SessionBenchSelfTest
 import SessionContract
 import SessionMeasurement
 import SessionOracle
@@ -7,7 +8,9 @@ import Testing
 
 /// Step-up, API objects across sessions, observable state: every correct store keeps the
 /// promises, and a store that breaks one is named by its invariant.
-@Suite("Step-up, API objects and observable state", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)), .inProcessTurn)
+@Suite(
+    "Step-up, API objects and observable state", .tags(.slow), .skippedInQuickRun, .timeLimit(.minutes(30)),
+    .inProcessTurn)
 struct SessionPromiseTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let store: StoreDescriptor
@@ -16,17 +19,24 @@ struct SessionPromiseTests {
         var testDescription: String { "\(store.name) → \(expected) in \(scenario)" }
     }
 
+    static func selfTest(_ name: String) -> StoreDescriptor { SelfTestStores.all.first { $0.name == name }! }
+
     static let cases: [Case] = [
         Case(store: StoreCatalog.named("step-up-per-client")!, expected: .promptSingleFlight, scenario: "step-up"),
-        Case(store: CheckThenPromptStore.descriptor("check-then-prompt"), expected: .promptSingleFlight, scenario: "step-up"),
-        Case(store: StickyDenialStore.descriptor("sticky-denial"), expected: .stepUpSharedNotSticky, scenario: "step-up"),
-        Case(store: CancelledAsDismissedStore.descriptor("cancelled-as-dismissed"), expected: .cancellationIsolated, scenario: "step-up"),
-        Case(store: ElevationSurvivesSwitchStore.descriptor("elevation-survives-switch"), expected: .elevationEndsWithSession, scenario: "step-up"),
-        Case(store: OneAuthQueueStore.descriptor("one-auth-queue"), expected: .stepUpIndependent, scenario: "step-up"),
-        Case(store: TokenCapturingClientStore.descriptor("token-capturing-client"), expected: .clientFollowsSession, scenario: "step-up"),
-        Case(store: StoreCatalog.named("actor-single-stream")!, expected: .observersSeeFinalState, scenario: "session-states"),
-        Case(store: NetworkAnnouncesRefreshStore.descriptor("network-announces-refresh"), expected: .noSignedInAfterSignOut, scenario: "session-states"),
-        Case(store: DelayedSpinnerStore.descriptor("delayed-spinner"), expected: .stateOrder, scenario: "session-states"),
+        Case(store: selfTest("step-up-check-then-prompt"), expected: .promptSingleFlight, scenario: "step-up"),
+        Case(store: selfTest("step-up-sticky-denial"), expected: .stepUpSharedNotSticky, scenario: "step-up"),
+        Case(store: selfTest("step-up-cancelled-as-dismissed"), expected: .cancellationIsolated, scenario: "step-up"),
+        Case(store: selfTest("step-up-survives-switch"), expected: .elevationEndsWithSession, scenario: "step-up"),
+        Case(store: selfTest("step-up-one-auth-queue"), expected: .stepUpIndependent, scenario: "step-up"),
+        Case(store: selfTest("step-up-token-capturing-client"), expected: .clientFollowsSession, scenario: "step-up"),
+        Case(
+            store: StoreCatalog.named("actor-single-stream")!, expected: .observersSeeFinalState,
+            scenario: "session-states"),
+        Case(
+            store: NetworkAnnouncesRefreshStore.descriptor("network-announces-refresh"),
+            expected: .noSignedInAfterSignOut, scenario: "session-states"),
+        Case(
+            store: DelayedSpinnerStore.descriptor("delayed-spinner"), expected: .stateOrder, scenario: "session-states"),
     ]
 
     @Test(arguments: cases)
@@ -45,10 +55,14 @@ struct SessionPromiseTests {
 
     @Test("seven correct stores offer both: the five lock and queue stores and the two actor stores")
     func sevenOfferBoth() {
-        let stores = ["lock-free-read", "mutex", "nslock", "actor-task", "actor-fast-read", "barrier-queue", "serial-queue"]
-        #expect(Self.offered.map { $0.joined(separator: " × ") } == ["step-up", "session-states"].flatMap { scenario in
-            stores.map { "\($0) × \(scenario)" }
-        })
+        let stores = [
+            "lock-free-read", "mutex", "nslock", "actor-task", "actor-fast-read", "barrier-queue", "serial-queue",
+        ]
+        #expect(
+            Self.offered.map { $0.joined(separator: " × ") }
+                == ["step-up", "session-states"].flatMap { scenario in
+                    stores.map { "\($0) × \(scenario)" }
+                })
     }
 
     @Test("every correct store that offers them keeps every promise", arguments: offered)
@@ -58,7 +72,9 @@ struct SessionPromiseTests {
         let preset = try ScenarioCatalog.named(scenario)
         for store in [try #require(StoreCatalog.named(pair[0]))] {
             let result = await runner.run(store, preset)
-            #expect(result.verdict == .pass, "\(store.name): \(ResultsReport.verdictText(result)) \(result.violations) \(result.failure ?? "")")
+            #expect(
+                result.verdict == .pass,
+                "\(store.name): \(ResultsReport.verdictText(result)) \(result.violations) \(result.failure ?? "")")
             if scenario == "step-up" {
                 let figures = try #require(result.stepUp)
                 #expect(figures.promptsPerBurst == 1, "\(store.name): one prompt per burst of \(preset.tasks)")

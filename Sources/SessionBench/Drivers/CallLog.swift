@@ -9,6 +9,10 @@ import TokenServer
 /// judged against the contract's model like the round scenarios' calls.
 final class CallLog: Sendable {
     private let recorded = Mutex<(calls: [ObservedCall], events: [SessionEvent])>(([], []))
+    /// When the process died (`crash-restart`): a call under way then died with its caller.
+    private let crashes = Mutex<[Int64]>([])
+    /// The calls under way: when each began, by a number of its own.
+    private let open = Mutex<(next: Int, began: [Int: Int64])>((0, [:]))
     /// Each account's users, by slot.
     let subjects: [[Subject]]
     let clock: TokenClock
@@ -37,12 +41,30 @@ final class CallLog: Sendable {
         _ request: StoreCall, on store: any SessionStore, account: Int = 0, caller: Int = -1,
         kind: OperationKind = .read, phase: String, cancelled: Bool = false
     ) async -> Result<AccessToken, SessionError> {
+        let began = TokenServer.realNanoseconds()
+        let number = open.withLock(visibleTo: self) { open in
+            open.next += 1
+            open.began[open.next] = began
+            return open.next
+        }
         let (call, token) = await request.perform(
             on: store, caller: caller, account: account, kind: kind, phase: phase, clock: clock, subjects: subjects,
             cancelled: cancelled)
         recorded.withLock(visibleTo: self) { $0.calls.append(call) }
+        open.withLock(visibleTo: self) { _ = $0.began.removeValue(forKey: number) }
         if let token { return .success(token) }
         return .failure(call.error ?? .signedOut)
+    }
+
+    /// The process died at `instant` (real nanoseconds): the calls under way then are not judged.
+    func crashed(at instant: Int64) { crashes.withLock(visibleTo: self) { $0.append(instant) } }
+
+    /// Records a call made elsewhere (a clinical request's failure that is its base token's).
+    func record(_ call: ObservedCall) { recorded.withLock(visibleTo: self) { $0.calls.append(call) } }
+
+    /// How many calls that began at or after `instant` (real nanoseconds) have not returned.
+    func underWay(since instant: Int64) -> Int {
+        open.withLock(visibleTo: self) { $0.began.values.count { $0 >= instant } }
     }
 
     /// Signs `user` in on `store`, `account`'s, and records it.
@@ -84,17 +106,20 @@ final class CallLog: Sendable {
         skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMoves: Bool = false,
         storages: [MemoryStorage?] = [], into oracle: Oracle
     ) -> LifecycleCoverage {
+        let crashes = self.crashes.withLock(visibleTo: self) { $0 }
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
         var judge = ContractJudge(
             skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves)
+        judge.restarts = crashes
         oracle.record(judge.findings(calls, timeline: timeline) + judge.serverCallFindings(timeline))
         let now = TokenServer.realNanoseconds()
         for (account, storage) in storages.enumerated() {
             guard let (saved, writes) = storage?.contents else { continue }
             var findings: [ContractJudge.Finding] = []
             judge.judgeStorage(
-                saved: saved, writes: writes, account: account, calls: calls, timeline: timeline, at: now
+                saved: saved, writes: writes, account: account, calls: calls.filter { !judge.cut($0) },
+                timeline: timeline, at: now
             ) { findings.append($0) }
             oracle.record(findings)
         }

@@ -246,6 +246,9 @@ public enum ControlledExecution {
         /// The id of the job the driver is running, 0 between jobs: read and written on the driving
         /// thread only.
         private(set) var running: UInt = 0
+        /// Whether the job the driver is running is a task's (not an actor's turn, which may run
+        /// many tasks' work under the id of the task that first scheduled it).
+        private(set) var runningIsTask = false
         /// The delay of the sleep about to be enqueued (``ControlledExecution/sleep(for:)``), in
         /// nanoseconds: set, read and cleared on the driving thread only.
         var exactDelay: Int64?
@@ -301,7 +304,9 @@ public enum ControlledExecution {
                 info.isLate = true
                 late = false
             }
-            if !timer, onDriver, let settling, settling == id { info.settles = true }
+            // The settling task's own jobs: its steps, and what a step of its own enqueues that is
+            // no task (a yield's job). An actor's turn that ran other tasks' work under its id is not.
+            if !timer, onDriver, let settling, settling == id, task != 0 || runningIsTask { info.settles = true }
             if timer, onDriver, settlingTimer {
                 info.settles = true
                 settlingTimer = false
@@ -402,12 +407,14 @@ public enum ControlledExecution {
                 // Counted before it runs: a choice the job asks for is the step after it.
                 box.steps += 1
                 running = info.id
+                runningIsTask = jobTaskId(job) != 0
                 if main {
                     job.runSynchronously(on: mainExecutor)
                 } else {
                     job.runSynchronously(on: executor)
                 }
                 running = 0
+                runningIsTask = false
                 if box.diverged { return .diverged(steps: box.steps) }
             }
         }

@@ -53,13 +53,13 @@ extension Exploration {
 
 /// One schedule's world: virtual time, the healthy server every exploration runs against, the
 /// store, the log of its calls and sign-ins, and the oracle that judges them.
-struct ControlledWorld {
+struct ControlledWorld: Sendable {
     let time = ManualTime()
     let clock: TokenClock
     let server: TokenServer
     let skew: Duration
     /// Each account's store (one account but in `family`), made by the same descriptor.
-    let stores: [any SessionStore]
+    private(set) var stores: [any SessionStore]
     /// Each account's storage, for a store that keeps its session (`persistsSession`).
     let storages: [MemoryStorage?]
     /// The first account's store and users.
@@ -67,30 +67,72 @@ struct ControlledWorld {
     let users: [Subject]
     let log: CallLog
     let oracle: Oracle
+    /// The user the stores prompt for step-up, in a world that sells elevated tokens.
+    let user: ExploringUser?
+    let descriptor: StoreDescriptor
+    /// The stores' processes, in a world that crashes (`crash-restart`).
+    let lives: ProcessLives?
 
-    init(_ descriptor: StoreDescriptor, _ scenario: Scenario, users: [Subject]) {
-        self.init(descriptor, scenario, accounts: [users])
+    init(
+        _ descriptor: StoreDescriptor, _ scenario: Scenario, users: [Subject], stepUpLifetime: Duration? = nil,
+        choices: ChoiceLog? = nil, crashes: Bool = false
+    ) {
+        self.init(
+            descriptor, scenario, accounts: [users], stepUpLifetime: stepUpLifetime, choices: choices,
+            crashes: crashes)
     }
 
     /// A world of several accounts, `accounts[k]` account k's users, each with a store of its own.
-    init(_ descriptor: StoreDescriptor, _ scenario: Scenario, accounts: [[Subject]]) {
+    /// With `stepUpLifetime`, the server sells elevated tokens that live that long, the refresh skew
+    /// is sized to them (as `step-up`'s), and the stores prompt ``user``, whose answers are the
+    /// schedule's choices, recorded in `choices`. With `crashes`, each store lives in a process
+    /// of its own (``ProcessLife``) that ``restart()`` ends.
+    init(
+        _ descriptor: StoreDescriptor, _ scenario: Scenario, accounts: [[Subject]], stepUpLifetime: Duration? = nil,
+        choices: ChoiceLog? = nil, crashes: Bool = false
+    ) {
+        self.descriptor = descriptor
+        lives = crashes ? ProcessLives() : nil
         clock = TokenClock.manual(time)
-        server = Self.server(scenario, clock: clock)
-        skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
+        server = Self.server(scenario, clock: clock, stepUpLifetime: stepUpLifetime)
+        skew = min(Duration.seconds(1), (stepUpLifetime ?? scenario.tokenLifetime) / 4)
+        log = CallLog(accounts: accounts, clock: clock, server: server)
+        user = stepUpLifetime.map { [server, log, clock] _ in
+            ExploringUser(server: server, log: log, clock: clock, users: accounts[0], choices: choices ?? ChoiceLog())
+        }
         // A store that keeps its session gets a storage of its own, in memory, and the contract's
         // storage promises are judged over every write (persist before publish, cleared by a fence,
         // nothing of a session saved after it ended).
         storages = accounts.map { [server] _ in
             descriptor.persistsSession ? MemoryStorage(pairing: { server.issuedGeneration(of: $0) }) : nil
         }
-        stores = storages.map { [server, clock, skew] storage in
-            var configuration = SessionStoreConfiguration(endpoint: server, clock: clock, refreshSkew: skew)
-            configuration.storage = storage
-            return descriptor.make(configuration)
-        }
         users = accounts[0]
-        log = CallLog(accounts: accounts, clock: clock, server: server)
         oracle = Oracle(scenario: scenario.name, seed: scenario.seed)
+        stores = []
+        stores = storages.map { makeStore(over: $0) }
+    }
+
+    /// A store over `storage`, in a new process when the world crashes.
+    private func makeStore(over storage: MemoryStorage?) -> any SessionStore {
+        var endpoint: any TokenEndpoint = server
+        var kept: (any TokenStorage)? = storage
+        if let life = lives?.next() {
+            endpoint = ProcessLife.Endpoint(life: life, server: server)
+            kept = storage.map { ProcessLife.Storage(life: life, base: $0) }
+        }
+        var configuration = SessionStoreConfiguration(endpoint: endpoint, clock: clock, refreshSkew: skew)
+        configuration.storage = kept
+        configuration.authenticator = user
+        return descriptor.make(configuration)
+    }
+
+    /// The first account's process dies (``ProcessLife``): every refresh answer on its way is
+    /// lost and the log stops judging the calls it cut; a new store is made over what it saved.
+    func restart() -> any SessionStore {
+        log.crashed(at: TokenServer.realNanoseconds())
+        server.loseAnswersInFlight()
+        lives?.crash()
+        return makeStore(over: storages[0])
     }
 
     /// Signs each account's first user in on its store; `false` when a sign-in failed.
@@ -135,8 +177,9 @@ struct ControlledWorld {
     /// or, as the schedule picks, up to a minute more (``ControlledExecution/answer(after:)``), so a
     /// store's own timeout may fire before the answer. Token bytes play no part: short ones keep
     /// each schedule cheap.
-    static func server(_ scenario: Scenario, clock: TokenClock) -> TokenServer {
+    static func server(_ scenario: Scenario, clock: TokenClock, stepUpLifetime: Duration? = nil) -> TokenServer {
         var configuration = scenario.serverConfiguration
+        if let stepUpLifetime { configuration.stepUpLifetime = stepUpLifetime }
         configuration.faults = .none
         configuration.latency = .fixed(.milliseconds(1))
         configuration.tokenSize = 16

@@ -14,8 +14,9 @@ import TokenServer
 /// met by a sign-out or a user switch (`sign-out-race`, `user-switch`) or by cancellations
 /// (`cancellation-storm`) at a point the schedule picks, storms against a server that fails
 /// as the schedule picks (`flaky-server`), programs the schedule writes (`generated`), and those
-/// programs under subscribers to the store's state (`session-states`) or over two accounts with a
-/// store each (`family`); stores whose work runs as tasks,
+/// programs under subscribers to the store's state (`session-states`), over two accounts with a
+/// store each (`family`), or of clinical requests through API objects whose prompts the schedule
+/// answers (`step-up`); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
@@ -23,7 +24,7 @@ public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [
         .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer, .generated,
-        .sessionStates, .family,
+        .sessionStates, .family, .stepUp, .crashRestart,
     ]
 
     public var store: StoreDescriptor
@@ -200,6 +201,8 @@ public struct Exploration: Sendable {
                     case .generated: await Self.generatedRounds(store, scenario)
                     case .sessionStates: await Self.stateRounds(store, scenario)
                     case .family: await Self.familyRounds(store, scenario)
+                    case .stepUp: await Self.stepUpRounds(store, scenario)
+                    case .crashRestart: await Self.crashRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

@@ -31,7 +31,7 @@ extension Exploration.Run {
                 values.map { $0.count >= width ? $0 + " " : $0.padding(toLength: width, withPad: " ", startingAt: 0) }
                     .joined().trimmingSuffix()
             }
-            lines.append(cells(callers.map { "caller \($0)" } + [serverColumn]))
+            lines.append(cells(callers.map(Self.column) + [serverColumn]))
             for event in events {
                 if event.phase != phase {
                     phase = event.phase
@@ -46,11 +46,14 @@ extension Exploration.Run {
                     phase = event.phase
                     lines.append("· \(event.phase)")
                 }
-                lines.append("\(event.caller.map { "caller \($0)" } ?? serverColumn): \(event.text)")
+                lines.append("\(event.caller.map(Self.column) ?? serverColumn): \(event.text)")
             }
         }
         return lines
     }
+
+    /// A column's heading: `caller 3`, or `user` for the prompts a step-up showed.
+    private static func column(_ caller: Int) -> String { caller == ProgramMark.user ? "user" : "caller \(caller)" }
 
     private struct Event {
         let nanos: Int64
@@ -63,7 +66,10 @@ extension Exploration.Run {
 
     private func events() -> [Event] {
         var events: [Event] = []
-        for (order, call) in trace.calls.enumerated() {
+        // A clinical request's failure that is its base token's is judged as a read too; its row is the request's.
+        let requests = Set(
+            trace.marks.filter { $0.text == ProgramMark.elevatedToken }.map { "\($0.caller) \($0.nanos)" })
+        for (order, call) in trace.calls.enumerated() where !requests.contains("\(call.caller) \(call.startedNanos)") {
             let asked =
                 switch call.request {
                 case .validToken: "validToken()"

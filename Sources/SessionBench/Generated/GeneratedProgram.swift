@@ -38,6 +38,12 @@ enum ProgramStep: Int, CaseIterable, Sendable {
     /// The server rotates on the next refresh and its answer is lost: the client still holds the
     /// refresh token the server has just used, and presenting it again is a reuse.
     case serverLosesAnswer
+    /// The process dies and starts again (`crash-restart` only): every call under way and every
+    /// answer on its way is lost, and a new store is made over what the old one saved.
+    case crash
+
+    /// The steps of `generated` and its kin: all but ``crash``.
+    static let steps = allCases.filter { $0 != .crash }
 
     var name: String {
         switch self {
@@ -57,6 +63,7 @@ enum ProgramStep: Int, CaseIterable, Sendable {
         case .revoke: "server revokes sessions"
         case .serverTimesOut: "server times out next refresh"
         case .serverLosesAnswer: "server loses next answer"
+        case .crash: "crash and restart"
         }
     }
 }
@@ -74,11 +81,14 @@ struct GeneratedProgram: Sendable, Equatable {
 
     /// A program of `callers` callers, each slot's step picked by `pick` (a value below its
     /// argument; 0, the empty slot, is the default).
-    static func generated(callers: Int, pick: (Int) -> Int) -> GeneratedProgram {
+    /// `steps`: the steps a slot may hold, the empty slot first.
+    static func generated(
+        callers: Int, steps: [ProgramStep] = ProgramStep.steps, pick: (Int) -> Int
+    ) -> GeneratedProgram {
         GeneratedProgram(
             callers: (0..<callers).map { _ in
                 (0..<slots).compactMap { _ in
-                    let step = ProgramStep(rawValue: pick(ProgramStep.allCases.count)) ?? .nothing
+                    let step = steps[min(pick(steps.count), steps.count - 1)]
                     return step == .nothing ? nil : step
                 }
             })

@@ -11,6 +11,11 @@ struct ProgramMark: Sendable {
 
     /// The text of a cancellation's mark.
     static let cancel = "cancel →"
+    /// The caller number of the user's marks (a step-up prompt shown, answered): the column
+    /// `user`, after every caller's.
+    static let user = Int.max
+    /// The text of a step-up's clinical request's mark, when it began.
+    static let elevatedToken = "elevatedToken()"
 }
 
 /// Where a cancellation landed in the call it cancelled: before it, during it with no refresh

@@ -12,7 +12,13 @@ import TokenServer
 final class ProgramPlayer: Sendable {
     let time: ManualTime
     let server: TokenServer
-    let store: any SessionStore
+    /// The store calls go to: after a crash (``ProgramStep/crash``), the one made over what the
+    /// last one saved.
+    var store: any SessionStore { current.withLock(visibleTo: self) { $0 } }
+    private let current: Mutex<any SessionStore>
+    /// Kills the process's store and makes a new one over its storage (`crash-restart`): `nil`
+    /// where a crash is no step.
+    private let restart: (@Sendable () async -> any SessionStore)?
     let log: CallLog
     let users: [Subject]
     let lifetime: Duration
@@ -31,14 +37,16 @@ final class ProgramPlayer: Sendable {
 
     init(
         time: ManualTime, server: TokenServer, store: any SessionStore, log: CallLog, users: [Subject],
-        lifetime: Duration, skew: Duration, account: Int = 0, firstCaller: Int = 0
+        lifetime: Duration, skew: Duration, account: Int = 0, firstCaller: Int = 0,
+        restart: (@Sendable () async -> any SessionStore)? = nil
     ) {
+        current = Mutex(store)
+        self.restart = restart
         self.skew = skew
         self.account = account
         self.firstCaller = firstCaller
         self.time = time
         self.server = server
-        self.store = store
         self.log = log
         self.users = users
         self.lifetime = lifetime
@@ -87,7 +95,7 @@ final class ProgramPlayer: Sendable {
     }
 
     /// One step; the token it got, if any.
-    private func perform(
+    func perform(
         _ step: ProgramStep, caller: Int, last: AccessToken?, phase: String, index: Int
     ) async -> AccessToken? {
         switch step {
@@ -139,6 +147,18 @@ final class ProgramPlayer: Sendable {
             mark(caller: caller, phase: phase, step.name)
             server.scriptRefreshes([fault])
             return nil
+        case .crash:
+            // Between fences: a sign-in or sign-out is never cut in half (the contract's model
+            // orders an account's fences; a crash inside one is the paced family's).
+            await fences.run {
+                mark(caller: caller, phase: phase, "crash →")
+                if let restart {
+                    let restarted = await restart()
+                    current.withLock(visibleTo: self) { $0 = restarted }
+                }
+                mark(caller: caller, phase: phase, "← restarted")
+            }
+            return nil
         case .signOut:
             await fences.run {
                 mark(caller: caller, phase: phase, "signOut()")
@@ -149,10 +169,11 @@ final class ProgramPlayer: Sendable {
         case .cancelledRead, .cancelledReject:
             let request: StoreCall =
                 if step == .cancelledReject, let last { .tokenRejected(last) } else { .validToken }
-            let (log, store, account) = (self.log, self.store, self.account)
+            let (log, account) = (self.log, self.account)
             let call = Task {
+                // The store when the call is made: after a crash, the new one.
                 try? await log.call(
-                    request, on: store, account: account, caller: caller,
+                    request, on: self.store, account: account, caller: caller,
                     kind: request.request == .validToken ? .read : .rejection,
                     phase: phase, cancelled: true
                 ).get()
@@ -166,7 +187,7 @@ final class ProgramPlayer: Sendable {
         }
     }
 
-    private func mark(caller: Int, phase: String, _ text: String) {
+    func mark(caller: Int, phase: String, _ text: String) {
         let mark = ProgramMark(nanos: TokenServer.realNanoseconds(), caller: caller, phase: phase, text: text)
         recordedMarks.withLock(visibleTo: self) { $0.append(mark) }
     }

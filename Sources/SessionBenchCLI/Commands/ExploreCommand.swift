@@ -55,8 +55,9 @@ struct ExploreOptions: ParsableArguments {
         help:
             """
             The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server, \
-            generated, family (two accounts, a store each) or session-states (the stores with a state stream; \
-            default: expiry-storm).
+            generated, family (two accounts, a store each), session-states (the stores with a state stream), \
+            step-up (the stores with API objects and step-up prompts) or crash-restart (the stores that keep \
+            their session: a step may crash the process). Default: expiry-storm.
             """)
     var scenario = "expiry-storm"
 

@@ -142,7 +142,7 @@ struct ExploreReport {
     static func rounds(_ kind: Scenario.Kind) -> String {
         switch kind {
         case .rejectionStorm: "401 storms"
-        case .generated, .sessionStates, .family: "programs"
+        case .generated, .sessionStates, .family, .stepUp, .crashRestart: "programs"
         default: "expiries"
         }
     }
