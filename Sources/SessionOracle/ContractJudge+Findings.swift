@@ -4,9 +4,12 @@ import TokenServer
 /// The judge's checks as values: what a driver hands the oracle once its history is recorded.
 extension ContractJudge {
     /// What ``judge(_:timeline:report:)`` finds over `calls`, in order.
-    package mutating func findings(_ calls: [ObservedCall], timeline: SessionTimeline) -> [Finding] {
+    /// `context`: calls that are facts but not judged (see ``judge(_:context:timeline:report:)``).
+    package mutating func findings(
+        _ calls: [ObservedCall], context: [ObservedCall] = [], timeline: SessionTimeline
+    ) -> [Finding] {
         var findings: [Finding] = []
-        judge(calls, timeline: timeline) { findings.append($0) }
+        judge(calls, context: context, timeline: timeline) { findings.append($0) }
         return findings
     }
 

@@ -91,11 +91,16 @@ package struct ContractJudge {
         self.clockMovesDuringCalls = clockMovesDuringCalls
     }
 
-    /// Judges `calls` (any order; earlier batches stay known), reporting each finding.
-    package mutating func judge(_ calls: [ObservedCall], timeline: SessionTimeline, report: (Finding) -> Void) {
+    /// Judges `calls` (any order; earlier batches stay known), reporting each finding. `context`:
+    /// calls that are facts but are not judged themselves — a step-up's waiters, whose base-token
+    /// failure the model of step-up judges: while one of them has not returned a refresh's
+    /// failure, the store is still handing it out.
+    package mutating func judge(
+        _ calls: [ObservedCall], context: [ObservedCall] = [], timeline: SessionTimeline, report: (Finding) -> Void
+    ) {
         // A call a restart cut died with its caller: what it got reached nobody, and it is not
         // judged; it is still a fact (a 401 it made was under way).
-        let (all, calls) = (calls, calls.filter { !cut($0) })
+        let (all, calls) = (calls + context, calls.filter { !cut($0) })
         for call in all where cut(call) {
             guard case .tokenRejected(let generation) = call.request else { continue }
             rejections[generation, default: []].append((call.startedNanos, call.endedNanos, call.wasCancelled))
@@ -122,7 +127,7 @@ package struct ContractJudge {
                 revokedTold[family] = min(revokedTold[family] ?? .max, call.endedNanos)
             }
         }
-        let facts = Facts(timeline: timeline, calls: calls)
+        let facts = Facts(timeline: timeline, calls: calls + context)
         for call in calls {
             if let finding = judge(call, facts) { report(finding) }
         }

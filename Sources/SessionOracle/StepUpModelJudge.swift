@@ -38,8 +38,10 @@ package struct ElevationRecord: Sendable {
 
     package var who: String { "\(phase): caller \(caller)" }
 
-    /// A failure that is not a step-up's own (`signedOut`, `cancelled`, a refresh's), as the
-    /// `validToken()` whose failure it passed on: what the contract's model judges it by.
+    /// A failure that is not a step-up's own, as the `validToken()` whose answer it passed on:
+    /// the contract's model judges a `signedOut` or `cancelled` by it; a refresh's failure the
+    /// model of step-up judges (a request may share a step-up that asked for its base token before
+    /// it began), and the read is only a fact for the others (a waiter of that refresh).
     package var asRead: ObservedCall? {
         guard case .error(let error) = answer, !error.isStepUp else { return nil }
         return ObservedCall(
@@ -65,6 +67,9 @@ package struct PromptRecord: Sendable {
     package var answer: SimulatedUser.Prompt.Answer?
     package let patient: Bool
     package var stuck = 0
+    /// A patient user answered once every other task had run as far as it could with no server
+    /// call under way: a clinical request still under way then could only be waiting on it.
+    package var settled = false
 
     package init(index: Int, slot: Int?, phase: String, shownNanos: Int64, shownAt: TokenInstant, patient: Bool) {
         self.index = index
@@ -90,11 +95,14 @@ package struct PromptRecord: Sendable {
 ///   the user's answer that nobody gave (I11);
 /// - `stepUpFailed` only when the server refused an elevation during the call (its access token
 ///   expired while the user answered) or sold one that expired before the call returned, or the
-///   session ended; any other failure (`signedOut`, `cancelled`, a refresh's) is the base token's,
-///   and the caller judges it as a `validToken()` of the same interval (``ElevationRecord/asRead``);
+///   session ended; a refresh's failure only once a refresh of the call's session had failed;
+///   `signedOut` and `cancelled` are the base token's, judged as a `validToken()` of the same
+///   interval (``ElevationRecord/asRead``);
 /// - one prompt at a time for a session (I18), and none while an elevated token of the session,
 ///   handed out before every call then under way began, was still fresh for half its lifetime;
 ///   a prompt for a user who had no request at all is I22;
+/// - every clinical request under way when a settled patient prompt was answered (nothing else
+///   could run, no server call under way) gets its outcome (I19);
 /// - a patient prompt's `stuck` reads (I21), and no elevation for a session after the sign-out
 ///   that ended it returned (I22).
 package enum StepUpModelJudge {
@@ -228,8 +236,21 @@ package enum StepUpModelJudge {
                     trace: [
                         "no elevation during the call was refused for an expired or ended session, or expired before it returned"
                     ])
+            case .signedOut, .cancelled:
+                break  // judged as a read (``ElevationRecord/asRead``)
             default:
-                break
+                // A refresh's failure, passed on: some refresh of the call's session failed (or
+                // brought a token already expired) before it returned. A step-up under way may
+                // have asked for its base token before this request began and shares its outcome.
+                let families = Set(sessions(call.startedNanos, call.endedNanos).map(\.family))
+                let failed = timeline.entries.contains {
+                    $0.call == .refresh && families.contains($0.family) && !$0.deliveredGrant
+                        && ($0.respondedAt ?? .max) <= call.endedNanos
+                }
+                guard !failed, !noSessionPossible(call.startedNanos, call.endedNanos) else { return }
+                report(
+                    .served, "a clinical request of a signed-in user failed with '\(error)' (\(call.who))",
+                    trace: ["no refresh of its session had failed when it returned"])
             }
         }
 
@@ -297,6 +318,7 @@ package enum StepUpModelJudge {
                         "the user was prompted with no request made in a session of theirs (\(prompt.phase))",
                         trace: ["prompt #\(prompt.index)"])
                 }
+                if prompt.settled { waiters(of: prompt) }
                 if prompt.stuck > 0 {
                     report(
                         .stepUpIndependent,
@@ -306,6 +328,49 @@ package enum StepUpModelJudge {
                             "the session's own token needs no prompt",
                         ])
                 }
+            }
+        }
+
+        /// The waiters of a settled prompt (``PromptRecord/settled``): every clinical request
+        /// under way when it was answered, not cancelled, with no sign-in or sign-out across it,
+        /// while no other prompt was open, could only be waiting on it, and gets its outcome — a
+        /// denial or a dismissal as it was given, an approval never as a refusal, and never as
+        /// the outcome of a prompt shown after it (I19).
+        mutating func waiters(of prompt: PromptRecord) {
+            guard let answered = prompt.answeredNanos, let answer = prompt.answer,
+                !prompts.contains(where: {
+                    $0.index != prompt.index && $0.shownNanos < answered && $0.closedNanos > answered
+                })
+            else { return }
+            let owed = StepUpJudge.owed(answer)
+            for call in elevations
+            where call.startedNanos < answered && call.endedNanos > answered && !call.wasCancelled
+                && !fenceOverlaps(call.startedNanos, call.endedNanos)
+            {
+                let got: String
+                switch call.answer {
+                case .error(let error) where error.isStepUp && error != owed && (owed != nil || error != .stepUpFailed):
+                    // (An approval's elevation may still fail: `step-up failed` is judged above.)
+                    got = "'\(error)'"
+                case .elevated(let generation, _, _) where owed != nil:
+                    got = "elevated token e\(generation)"
+                case .elevated(let generation, _, _):
+                    guard let bought = bought[generation],
+                        let later = prompts.first(where: {
+                            $0.shownNanos > answered && $0.shownNanos < bought.sentAt
+                        })
+                    else { continue }
+                    got = "elevated token e\(generation), bought after prompt #\(later.index)"
+                default:
+                    continue
+                }
+                report(
+                    .stepUpSharedNotSticky,
+                    "a clinical request waiting on prompt #\(prompt.index), answered \(answer.rawValue), got \(got) (\(call.who))",
+                    trace: [
+                        "when the user answered, every other task had run as far as it could and no server call was under way: the request could only be waiting on that prompt",
+                        "every waiter of one prompt gets its one outcome",
+                    ])
             }
         }
 

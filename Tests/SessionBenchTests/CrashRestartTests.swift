@@ -124,7 +124,11 @@ struct CrashRestartTests {
             environment: ["SESSION_BENCH_SELF_TEST_STORES": "1"], timeout: 180)
         #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
         let result = try #require(try JSONDecoder().decode(Report.self, from: Data(contentsOf: file)).results.first)
-        #expect(result.violations.map(\.invariant) == [Invariant.durableRotation.rawValue], "\(run.stdout)")
+        // The paced run's I15 (a restart with a used refresh token), and the search's I13: a crash
+        // and a 401 after it, and the restored session is given up.
+        #expect(
+            result.violations.map(\.invariant) == [Invariant.durableRotation.rawValue, Invariant.sessionKept.rawValue],
+            "\(run.stdout)")
     }
 
     @Test("a reuse grace window on the server lets every restart over a lost rotation survive")

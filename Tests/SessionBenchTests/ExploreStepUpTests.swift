@@ -12,6 +12,7 @@ extension ExploreCommandTests {
     static let wrongStepUps = [
         "step-up-per-client", "step-up-check-then-prompt", "step-up-sticky-denial", "step-up-cancelled-as-dismissed",
         "step-up-survives-switch", "step-up-one-auth-queue", "step-up-token-capturing-client",
+        "step-up-first-waiter-only", "step-up-waiter-timeout", "step-up-per-user-cache", "step-up-uncancelled-flight",
     ]
 
     @Test("step-up: every store with step-up passes; each wrong one is caught, and its string replays it")
@@ -148,6 +149,21 @@ struct StepUpModelJudgeTests {
         let timeline = Self.timeline(ended: signOut, elevations: [(5, 1)])
         #expect(Self.judge([Self.call(40, 105, Self.elevated)], [], timeline).isEmpty)
         #expect(Self.judge([Self.call(120, 130, Self.elevated)], [], timeline) == [.elevationEndsWithSession])
+    }
+
+    @Test("every request under way when a settled prompt was answered gets its outcome: a later prompt's is I19")
+    func settledWaiters() {
+        var settled = Self.prompt(0, shown: 20, answered: 30, .denied)
+        settled.settled = true
+        let later = Self.prompt(1, shown: 40, answered: 45, .approved)
+        let timeline = Self.timeline(elevations: [(5, 1)])
+        let shared = [Self.call(10, 35, .error(.stepUpDenied)), Self.call(15, 36, .error(.stepUpDenied), caller: 1)]
+        #expect(Self.judge(shared, [settled, later], timeline).isEmpty)
+        // The second waiter prompted again instead, and got that prompt's token.
+        let split = [Self.call(10, 35, .error(.stepUpDenied)), Self.call(15, 50, Self.elevated, caller: 1)]
+        #expect(Self.judge(split, [settled, later], timeline) == [.stepUpSharedNotSticky])
+        // Not settled: it may have joined late.
+        #expect(Self.judge(split, [Self.prompt(0, shown: 20, answered: 30, .denied), later], timeline).isEmpty)
     }
 
     @Test("a prompt while a handed-out elevated token was fresh is I18; a read stuck on a patient prompt is I21")

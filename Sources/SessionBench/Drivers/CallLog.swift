@@ -9,6 +9,8 @@ import TokenServer
 /// judged against the contract's model like the round scenarios' calls.
 final class CallLog: Sendable {
     private let recorded = Mutex<(calls: [ObservedCall], events: [SessionEvent])>(([], []))
+    /// Calls that are facts, not judged (``record(_:judged:)``).
+    private let context = Mutex<[ObservedCall]>([])
     /// When the process died (`crash-restart`): a call under way then died with its caller.
     private let crashes = Mutex<[Int64]>([])
     /// The calls under way: when each began, by a number of its own.
@@ -59,8 +61,15 @@ final class CallLog: Sendable {
     /// The process died at `instant` (real nanoseconds): the calls under way then are not judged.
     func crashed(at instant: Int64) { crashes.withLock(visibleTo: self) { $0.append(instant) } }
 
-    /// Records a call made elsewhere (a clinical request's failure that is its base token's).
-    func record(_ call: ObservedCall) { recorded.withLock(visibleTo: self) { $0.calls.append(call) } }
+    /// Records a call made elsewhere (a clinical request's failure that is its base token's);
+    /// `judged: false`: a fact for the judge of the others, not judged itself.
+    func record(_ call: ObservedCall, judged: Bool = true) {
+        if judged {
+            recorded.withLock(visibleTo: self) { $0.calls.append(call) }
+        } else {
+            context.withLock(visibleTo: self) { $0.append(call) }
+        }
+    }
 
     /// How many calls that began at or after `instant` (real nanoseconds) have not returned.
     func underWay(since instant: Int64) -> Int {
@@ -112,7 +121,9 @@ final class CallLog: Sendable {
         var judge = ContractJudge(
             skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves)
         judge.restarts = crashes
-        oracle.record(judge.findings(calls, timeline: timeline) + judge.serverCallFindings(timeline))
+        let context = self.context.withLock(visibleTo: self) { $0 }
+        oracle.record(
+            judge.findings(calls, context: context, timeline: timeline) + judge.serverCallFindings(timeline))
         let now = TokenServer.realNanoseconds()
         for (account, storage) in storages.enumerated() {
             guard let (saved, writes) = storage?.contents else { continue }

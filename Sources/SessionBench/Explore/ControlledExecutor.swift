@@ -74,15 +74,18 @@ public enum ControlledExecution {
             if isInstalled, ControlledExecutor.shared.isDriving {
                 // Every job of this task until it is back (a yield may reach the executor as a job
                 // that enqueues the task's own) waits for the others.
+                // Known by its task's id, not the job running it: code of a task that an actor's
+                // turn runs inline runs under the id of whichever task scheduled that turn.
                 let executor = ControlledExecutor.shared
-                executor.settling = executor.running
+                let task = UInt(currentTaskId())
+                executor.settling.insert(task)
+                defer { executor.settling.remove(task) }
                 if delay > .zero {
                     // A sleep's timer is a job of its own: marked as it is enqueued.
                     executor.settlingTimer = true
                     await sleep(for: delay)
                 }
                 await Task.yield()
-                executor.settling = nil
                 return
             }
         #endif
@@ -189,6 +192,12 @@ public enum ControlledExecution {
     @_silgen_name("swift_task_getJobTaskId")
     private func jobTaskId(_ job: UnownedJob) -> UInt64
 
+    /// The id of the task running now, as ``jobTaskId(_:)`` gives it; 0 outside a task. A task is
+    /// a job, and `UnsafeCurrentTask` holds nothing but the reference to it.
+    func currentTaskId() -> UInt64 {
+        withUnsafeCurrentTask { task in task.map { jobTaskId(unsafeBitCast($0, to: UnownedJob.self)) } ?? 0 }
+    }
+
     final class ControlledExecutor: TaskExecutor, SchedulingExecutor, @unchecked Sendable {
         static let shared = ControlledExecutor()
 
@@ -257,7 +266,7 @@ public enum ControlledExecution {
         var late = false
         /// The task that settles (``ControlledExecution/settle(waiting:)``), by job id: its jobs wait for the
         /// others. Set, read and cleared on the driving thread only.
-        var settling: UInt?
+        var settling: Set<UInt> = []
         /// Whether the timer about to be enqueued is a settling task's wait (``ControlledExecution/settle(waiting:)``):
         /// set, read and cleared on the driving thread only.
         var settlingTimer = false
@@ -306,7 +315,7 @@ public enum ControlledExecution {
             }
             // The settling task's own jobs: its steps, and what a step of its own enqueues that is
             // no task (a yield's job). An actor's turn that ran other tasks' work under its id is not.
-            if !timer, onDriver, let settling, settling == id, task != 0 || runningIsTask { info.settles = true }
+            if !timer, onDriver, settling.contains(id), task != 0 || runningIsTask { info.settles = true }
             if timer, onDriver, settlingTimer {
                 info.settles = true
                 settlingTimer = false
@@ -336,7 +345,7 @@ public enum ControlledExecution {
             defer {
                 driver.store(0, ordering: .relaxed)
                 held.withLock { $0.jobs.removeAll() }
-                settling = nil
+                settling = []
                 settlingTimer = false
             }
             held.withLock { held in

@@ -16,7 +16,8 @@ import TokenServer
 /// as the schedule picks (`flaky-server`), programs the schedule writes (`generated`), and those
 /// programs under subscribers to the store's state (`session-states`), over two accounts with a
 /// store each (`family`), or of clinical requests through API objects whose prompts the schedule
-/// answers (`step-up`); stores whose work runs as tasks,
+/// answers (`step-up`), with a crash among the steps (`crash-restart`), and reads under a writer's
+/// 401s (`writes-under-reads`); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
@@ -24,8 +25,14 @@ public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [
         .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer, .generated,
-        .sessionStates, .family, .stepUp, .crashRestart,
+        .sessionStates, .family, .stepUp, .crashRestart, .steadyReads,
     ]
+
+    /// Whether `explore` drives `scenario`: its kind is one of ``scenarios``, and a steady one has a
+    /// writer (`writes-under-reads`; plain `steady-reads` measures reads of a token nothing changes).
+    public static func drives(_ scenario: Scenario) -> Bool {
+        scenarios.contains(scenario.kind) && (scenario.kind != .steadyReads || scenario.writeInterval != nil)
+    }
 
     public var store: StoreDescriptor
     public var scenario: Scenario
@@ -203,6 +210,7 @@ public struct Exploration: Sendable {
                     case .family: await Self.familyRounds(store, scenario)
                     case .stepUp: await Self.stepUpRounds(store, scenario)
                     case .crashRestart: await Self.crashRounds(store, scenario)
+                    case .steadyReads: await Self.steadyRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

@@ -72,7 +72,7 @@ final class ExploringUser: StepUpAuthenticator {
                     text: "prompt #\(index)\(patient ? " (patient)" : "")"))
             return index
         }
-        var stuck = 0
+        var (stuck, settled) = (0, false)
         if patient {
             for _ in 0..<Self.waits {
                 await ControlledExecution.settle(waiting: Self.patience)
@@ -80,6 +80,7 @@ final class ExploringUser: StepUpAuthenticator {
             }
             let serverBusy = server.ledger.entries.contains { $0.respondedAt == nil }
             stuck = serverBusy ? 0 : log.underWay(since: shown)
+            settled = !serverBusy
         } else {
             await ControlledExecution.answer(after: .milliseconds(1))
         }
@@ -88,6 +89,7 @@ final class ExploringUser: StepUpAuthenticator {
             state.prompts[index].answer = answer
             state.prompts[index].answeredNanos = answered
             state.prompts[index].stuck = stuck
+            state.prompts[index].settled = settled
             state.marks.append(
                 ProgramMark(
                     nanos: answered, caller: ProgramMark.user, phase: state.prompts[index].phase,

@@ -66,10 +66,10 @@ extension Exploration.Run {
 
     private func events() -> [Event] {
         var events: [Event] = []
-        // A clinical request's failure that is its base token's is judged as a read too; its row is the request's.
-        let requests = Set(
-            trace.marks.filter { $0.text == ProgramMark.elevatedToken }.map { "\($0.caller) \($0.nanos)" })
-        for (order, call) in trace.calls.enumerated() where !requests.contains("\(call.caller) \(call.startedNanos)") {
+        // A clinical request's failure that is its base token's is judged as a read too; its rows
+        // are the request's (the read ends when the request does).
+        let requests = Set(trace.marks.filter { $0.text.hasPrefix("← ") }.map { "\($0.caller) \($0.nanos)" })
+        for (order, call) in trace.calls.enumerated() where !requests.contains("\(call.caller) \(call.endedNanos)") {
             let asked =
                 switch call.request {
                 case .validToken: "validToken()"

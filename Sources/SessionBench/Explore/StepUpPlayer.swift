@@ -181,7 +181,9 @@ final class StepUpPlayer: Sendable {
         let record = ElevationRecord(
             caller: caller, phase: phase, startedNanos: started, endedNanos: ended, startedAt: at,
             endedAt: clock.now(), answer: answer, wasCancelled: cancelled)
-        if let read = record.asRead { player.log.record(read) }
+        if let read = record.asRead {
+            player.log.record(read, judged: read.error == .signedOut || read.error == .cancelled)
+        }
         recorded.withLock(visibleTo: self) {
             $0.calls.append(record)
             $0.marks.append(ProgramMark(nanos: started, caller: caller, phase: phase, text: ProgramMark.elevatedToken))

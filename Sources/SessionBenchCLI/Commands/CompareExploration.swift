@@ -24,11 +24,18 @@ struct CompareExploration {
 
     /// What `explore` runs for `scenario`: its kind's preset at explore's size, with the run's
     /// seed; `nil` for a scenario the controlled scheduler does not drive.
-    static func explored(_ scenario: Scenario) -> Scenario? { explored(kind: scenario.kind, seed: scenario.seed) }
+    static func explored(_ scenario: Scenario) -> Scenario? {
+        explored(kind: scenario.kind, name: scenario.name, seed: scenario.seed)
+    }
 
-    /// What `explore` runs for a result of `kind` seeded `seed`.
-    static func explored(kind: Scenario.Kind, seed: UInt64) -> Scenario? {
-        guard Exploration.scenarios.contains(kind), var preset = ScenarioCatalog.all.first(where: { $0.kind == kind })
+    /// What `explore` runs for a result of `kind` named `name` seeded `seed`: the preset of that
+    /// name (`crash-restart:json-file` is `crash-restart`'s), else its kind's first.
+    static func explored(kind: Scenario.Kind, name: String, seed: UInt64) -> Scenario? {
+        let base = String(name.prefix { $0 != ":" })
+        guard
+            var preset = ScenarioCatalog.all.first(where: { $0.kind == kind && $0.name == base })
+                ?? ScenarioCatalog.all.first(where: { $0.kind == kind }),
+            Exploration.drives(preset)
         else { return nil }
         preset.tasks = tasks
         preset.rounds = rounds
@@ -50,7 +57,7 @@ struct CompareExploration {
         let work: [(index: Int, plan: ExplorePlan)] = results.indices.compactMap { index in
             let result = results[index]
             guard result.repeatIndex ?? 0 == 0, result.verdict != .notRun,
-                let explored = Self.explored(kind: result.kind, seed: result.seed)
+                let explored = Self.explored(kind: result.kind, name: result.scenario, seed: result.seed)
             else { return nil }
             return (
                 index,

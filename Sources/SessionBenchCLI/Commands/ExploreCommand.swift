@@ -42,7 +42,7 @@ struct Explore: AsyncParsableCommand {
 
 /// The options `explore` and its child processes share.
 struct ExploreOptions: ParsableArguments {
-    static let scenarioNames = ScenarioCatalog.all.filter { Exploration.scenarios.contains($0.kind) }.map(\.name)
+    static let scenarioNames = ScenarioCatalog.all.filter(Exploration.drives).map(\.name)
 
     @Option(name: .long, help: "Stores to explore, comma-separated (default: every correct store).")
     var stores: String?
@@ -56,8 +56,9 @@ struct ExploreOptions: ParsableArguments {
             """
             The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server, \
             generated, family (two accounts, a store each), session-states (the stores with a state stream), \
-            step-up (the stores with API objects and step-up prompts) or crash-restart (the stores that keep \
-            their session: a step may crash the process). Default: expiry-storm.
+            step-up (the stores with API objects and step-up prompts), crash-restart (the stores that keep \
+            their session: a step may crash the process) or writes-under-reads (readers under a writer's \
+            401s). Default: expiry-storm.
             """)
     var scenario = "expiry-storm"
 
@@ -146,7 +147,7 @@ struct ExploreOptions: ParsableArguments {
             throw UsageError("--strategy must be random or pct, not '\(Printable.name(strategyName, limit: 40))'")
         }
         guard let chosen = ScenarioCatalog.all.first(where: { $0.name == scenario }),
-            Exploration.scenarios.contains(chosen.kind)
+            Exploration.drives(chosen)
         else {
             throw UsageError(
                 "explore runs \(Self.scenarioNames.joined(separator: ", ")), not '\(Printable.name(scenario, limit: 60))'"

@@ -143,6 +143,7 @@ struct ExploreReport {
         switch kind {
         case .rejectionStorm: "401 storms"
         case .generated, .sessionStates, .family, .stepUp, .crashRestart: "programs"
+        case .steadyReads: "rounds"
         default: "expiries"
         }
     }
