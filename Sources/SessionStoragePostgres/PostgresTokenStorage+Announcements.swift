@@ -26,6 +26,7 @@ extension PostgresTokenStorage {
                         id: Self.connectionIDs.add(1, ordering: .relaxed).newValue, logger: Self.logger)
                     defer { Self.drop(connection) }
                     try await connection.listen(on: channel) { notifications in
+                        self?.listens.add(1, ordering: .releasing)
                         for try await _ in notifications {
                             guard let self else { return }
                             if let grant = try await self.read(on: connection) { continuation.yield(grant) }

@@ -77,6 +77,13 @@ public final class PostgresTokenStorage: AnnouncingTokenStorage {
     let turn = Mutex<Turn?>(nil)
     /// The listening task behind ``announcements()``, cancelled when the storage goes.
     let listening = Mutex<Task<Void, Never>?>(nil)
+    /// How many times a listener of ``announcements()`` has had its `LISTEN` accepted.
+    let listens = Atomic<Int>(0)
+
+    /// Whether ``announcements()`` has a listener in place: the server accepted its `LISTEN`, so a
+    /// grant another replica commits from now on is announced to it. (A grant committed before
+    /// is not: a caller that must not miss one waits for this.)
+    public var isListening: Bool { listens.load(ordering: .acquiring) > 0 }
 
     struct Turn {
         var connection: PostgresConnection

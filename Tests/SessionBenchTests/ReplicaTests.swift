@@ -104,9 +104,11 @@ struct ReplicaTests {
             stores.append(try #require(store as? any SynchronousTokenReading))
         }
         defer { try? storages[0].clear() }
-        // Both hold generation 1; give the listeners a moment to be in place.
+        // Both hold generation 1, and both listeners are in place before the grant is saved.
         for store in stores { #expect(try await store.validToken().generation == 1) }
-        try await Task.sleep(for: .milliseconds(200))
+        for _ in 0..<3000 where !storages.allSatisfy(\.isListening) { try await Task.sleep(for: .milliseconds(10)) }
+        let listening = storages.allSatisfy(\.isListening)
+        #expect(listening, "both replicas listen within 30 s")
         let renewed = try await stores[0].tokenRejected(first.accessToken)
         #expect(renewed.generation == 2)
         var seen: UInt64?

@@ -3,6 +3,7 @@ import Foundation
 import SessionContract
 import SessionMeasurement
 import SessionOracle
+import SessionSync
 
 /// How long threads have run on a CPU, and how long they waited runnable for one, as the kernel
 /// counts them (schedstat). What tells a machine too busy to run a store from a store that does
@@ -194,5 +195,14 @@ struct MachinePressure: Equatable {
         let cpu = Double(cpuMicroseconds &- before.cpuMicroseconds) / 1e6
         let io = Double(ioMicroseconds &- before.ioMicroseconds) / 1e6
         return 5 * cpu >= seconds || 5 * io >= seconds
+    }
+}
+
+extension CompletionLatch {
+    /// Every caller's value, or `nil` once they count as hung: a hang timeout, extended while the
+    /// kernel shows this process crowded out of the CPUs (``PatientWait``), so a loaded machine
+    /// slows a run rather than failing a correct store.
+    func patientValues(hangTimeout: Duration) async -> [Value]? {
+        await PatientWait.wait(until: .now + hangTimeout, hangTimeout: hangTimeout) { await self.wait(until: $0) }
     }
 }

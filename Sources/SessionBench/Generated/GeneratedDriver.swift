@@ -78,9 +78,11 @@ struct GeneratedDriver: ContextDriver {
             latch.enter()
             latch.finish(await body())
         }
-        guard let values = await latch.wait(until: .now + runner.hangTimeout), let value = values.first else {
+        let start = ContinuousClock.now
+        guard let values = await latch.patientValues(hangTimeout: runner.hangTimeout), let value = values.first else {
             outcome.hang = .init(
-                stuckCallers: 1, ofCallers: callers, operation: .read, waitedSeconds: runner.hangTimeout.secondsValue,
+                stuckCallers: 1, ofCallers: callers, operation: .read,
+                waitedSeconds: (ContinuousClock.now - start).secondsValue,
                 phase: phase, detail: "a call of the program never returned")
             return nil
         }

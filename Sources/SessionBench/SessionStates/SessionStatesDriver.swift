@@ -81,7 +81,7 @@ struct SessionStatesDriver: ContextDriver {
             }
         }
         defer { for reader in readers { reader.cancel() } }
-        guard await subscribed.wait(until: .now + runner.hangTimeout) != nil else {
+        guard await subscribed.patientValues(hangTimeout: runner.hangTimeout) != nil else {
             outcome.failure = "the subscribers' sessionStates() calls did not return"
             return nil
         }

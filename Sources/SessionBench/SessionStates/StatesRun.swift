@@ -191,9 +191,11 @@ struct StatesRun: ContextDriver {
             latch.enter()
             latch.finish(await body())
         }
-        guard let change = await latch.wait(until: .now + runner.hangTimeout)?.first else {
+        let waitStart = ContinuousClock.now
+        guard let change = await latch.patientValues(hangTimeout: runner.hangTimeout)?.first else {
             outcome.hang = .init(
-                stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
+                stuckCallers: 1, ofCallers: 1, operation: .signIn,
+                waitedSeconds: (ContinuousClock.now - waitStart).secondsValue,
                 phase: event, detail: "the store's call never returned")
             return false
         }

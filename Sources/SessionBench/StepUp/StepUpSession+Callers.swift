@@ -71,11 +71,12 @@ extension StepUpSession {
     }
 
     func collect(_ latch: CompletionLatch<Call>, phase: String, outcome: inout DriverOutcome) async -> [Call]? {
-        if let calls = await latch.wait(until: .now + runner.hangTimeout) { return calls }
+        let start = ContinuousClock.now
+        if let calls = await latch.patientValues(hangTimeout: runner.hangTimeout) { return calls }
         user.gate.release()
         outcome.hang = .init(
             stuckCallers: latch.expectedCount - latch.finishedCount, ofCallers: latch.expectedCount,
-            operation: .refreshWait, waitedSeconds: runner.hangTimeout.secondsValue, phase: phase,
+            operation: .refreshWait, waitedSeconds: (ContinuousClock.now - start).secondsValue, phase: phase,
             detail: "clinical requests never returned; prompts shown so far: \(user.prompts.count)")
         return nil
     }
@@ -88,9 +89,11 @@ extension StepUpSession {
             latch.enter()
             latch.finish(await body())
         }
-        if let value = await latch.wait(until: .now + runner.hangTimeout)?.first { return value }
+        let start = ContinuousClock.now
+        if let value = await latch.patientValues(hangTimeout: runner.hangTimeout)?.first { return value }
         outcome.hang = .init(
-            stuckCallers: 1, ofCallers: 1, operation: .signIn, waitedSeconds: runner.hangTimeout.secondsValue,
+            stuckCallers: 1, ofCallers: 1, operation: .signIn,
+            waitedSeconds: (ContinuousClock.now - start).secondsValue,
             phase: phase, detail: "a call of the harness's own never returned")
         return nil
     }
