@@ -19,7 +19,7 @@ extension SelfTestStores {
 }
 
 /// A storage whose writes happen later, each in a task of its own.
-private final class BackgroundWrites: TokenStorage {
+final class BackgroundWrites: TokenStorage {
     let base: any TokenStorage
 
     init(base: any TokenStorage) { self.base = base }

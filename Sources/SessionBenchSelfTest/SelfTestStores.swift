@@ -79,6 +79,7 @@ public enum SelfTestStores {
             cancelsShared401,
             mainQueueDelivery,
         ] + oneBug + stateStreams + patientStateStreams + [sharedFlight, savesInBackground] + stepUp
+            + sharedStorage
 }
 
 /// The mutex store over storage, except that a session it restored (rather than signed in

@@ -421,7 +421,7 @@ struct ExploreCommandTests {
         "bad input is one line and exit 2",
         arguments: [
             (["explore", "--strategy", "dfs"], "--strategy must be random or pct"),
-            (["explore", "--scenario", "shared-storage"], "expiry-storm, 401-storm, sign-out-race"),
+            (["explore", "--scenario", "replicas"], "expiry-storm, 401-storm, sign-out-race"),
             (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
             (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),
             (["explore", "--schedules", "10", "--for", "1s"], "give --schedules or --for, not both"),

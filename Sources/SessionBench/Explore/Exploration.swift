@@ -16,8 +16,9 @@ import TokenServer
 /// as the schedule picks (`flaky-server`), programs the schedule writes (`generated`), and those
 /// programs under subscribers to the store's state (`session-states`), over two accounts with a
 /// store each (`family`), or of clinical requests through API objects whose prompts the schedule
-/// answers (`step-up`), with a crash among the steps (`crash-restart`), and reads under a writer's
-/// 401s (`writes-under-reads`); stores whose work runs as tasks,
+/// answers (`step-up`), with a crash among the steps (`crash-restart`), reads under a writer's
+/// 401s (`writes-under-reads`), and store instances sharing one saved session and its refresh lock
+/// (`shared-storage`, in memory); stores whose work runs as tasks,
 /// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
 /// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
@@ -25,7 +26,7 @@ public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
     public static let scenarios: Set<Scenario.Kind> = [
         .expiryStorm, .rejectionStorm, .signOutRace, .userSwitch, .cancellationStorm, .flakyServer, .generated,
-        .sessionStates, .family, .stepUp, .crashRestart, .steadyReads,
+        .sessionStates, .family, .stepUp, .crashRestart, .steadyReads, .sharedStorage,
     ]
 
     /// Whether `explore` drives `scenario`: its kind is one of ``scenarios``, and a steady one has a
@@ -33,6 +34,11 @@ public struct Exploration: Sendable {
     public static func drives(_ scenario: Scenario) -> Bool {
         scenarios.contains(scenario.kind) && (scenario.kind != .steadyReads || scenario.writeInterval != nil)
     }
+
+    /// Whether an exploration of `scenario` counts the lifecycle transitions its calls overlapped:
+    /// every one but `shared-storage`, whose instances share a session no one of them signed in
+    /// (``SharedStorageJudge`` judges them, not the one-store model the transitions are read off).
+    public static func countsCoverage(_ scenario: Scenario) -> Bool { scenario.kind != .sharedStorage }
 
     public var store: StoreDescriptor
     public var scenario: Scenario
@@ -211,6 +217,7 @@ public struct Exploration: Sendable {
                     case .stepUp: await Self.stepUpRounds(store, scenario)
                     case .crashRestart: await Self.crashRounds(store, scenario)
                     case .steadyReads: await Self.steadyRounds(store, scenario)
+                    case .sharedStorage: await Self.sharedRounds(store, scenario)
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }

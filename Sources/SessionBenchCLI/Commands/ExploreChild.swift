@@ -110,7 +110,7 @@ public enum ExploreChild {
                 violations: failing?.violations ?? [],
                 digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
             outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
-            outcome.coverage = found.coverage
+            outcome.coverage = Exploration.countsCoverage(exploration.scenario) ? found.coverage : nil
             outcome.cancelPoints = found.cancelPoints.isEmpty ? nil : found.cancelPoints
             if let shrunk {
                 outcome.preemptions = shrunk.run.preemptions

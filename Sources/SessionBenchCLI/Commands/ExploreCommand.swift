@@ -57,8 +57,9 @@ struct ExploreOptions: ParsableArguments {
             The scenario: expiry-storm, 401-storm, sign-out-race, user-switch, cancellation-storm, flaky-server, \
             generated, family (two accounts, a store each), session-states (the stores with a state stream), \
             step-up (the stores with API objects and step-up prompts), crash-restart (the stores that keep \
-            their session: a step may crash the process) or writes-under-reads (readers under a writer's \
-            401s). Default: expiry-storm.
+            their session: a step may crash the process), writes-under-reads (readers under a writer's \
+            401s) or shared-storage (the stores that share their storage: four instances over one saved \
+            session in memory). Default: expiry-storm.
             """)
     var scenario = "expiry-storm"
 

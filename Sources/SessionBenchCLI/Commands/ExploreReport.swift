@@ -144,6 +144,7 @@ struct ExploreReport {
         case .rejectionStorm: "401 storms"
         case .generated, .sessionStates, .family, .stepUp, .crashRestart: "programs"
         case .steadyReads: "rounds"
+        case .sharedStorage: "rounds of a storm and an expiry"
         default: "expiries"
         }
     }
