@@ -85,6 +85,7 @@ let package = Package(
         .target(name: "CSampleClock"),
         // Where the measuring process runs: the CPUs it may use, and pinning it to some.
         .target(name: "CPlacement"),
+        .target(name: "CDispatchHook"),
         // Allocations counted inside each caller's calls to the store: its window, and the
         // hook the allocation counter calls inside every allocation.
         .target(name: "CAllocationWindows"),
@@ -109,7 +110,7 @@ let package = Package(
             name: "SessionBench",
             dependencies: [
                 "SessionContract", "TokenServer", "SessionOracle", "SessionStorage", "SessionSync",
-                "SessionMeasurement",
+                "SessionMeasurement", "CDispatchHook",
                 "CPlacement", .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: imports

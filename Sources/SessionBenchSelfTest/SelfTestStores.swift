@@ -79,7 +79,7 @@ public enum SelfTestStores {
             cancelsShared401,
             mainQueueDelivery,
         ] + oneBug + stateStreams + patientStateStreams + [sharedFlight, savesInBackground] + stepUp
-            + sharedStorage
+            + sharedStorage + dispatchHops
 }
 
 /// The mutex store over storage, except that a session it restored (rather than signed in
@@ -141,7 +141,8 @@ private final class UnsharedRefreshStore: SessionStore {
 }
 
 /// The mutex store, each `validToken()` first waiting for a block on a global Dispatch queue to
-/// resume it: correct, but part of its work runs where no task executor sees it.
+/// resume it: a read begun in one session can start its work in the next, after another user's
+/// sign-in, and answer from a session that is not its caller's (`explore --scenario generated`).
 private final class DispatchHopStore: SessionStore {
     private let inner: MutexStore
 

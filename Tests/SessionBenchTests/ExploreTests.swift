@@ -383,13 +383,13 @@ struct ExploreCommandTests {
         #expect(cut.status == 2 && cut.stdout.contains("the schedule does not replay"), "\(cut.stdout)\(cut.stderr)")
     }
 
-    @Test("a store resumed from a Dispatch thread is UNCONTROLLED, named, with no verdict")
-    func dispatchStoreUncontrolled() async throws {
+    @Test("a store resumed from a Thread of its own is UNCONTROLLED, named, with no verdict")
+    func threadStoreUncontrolled() async throws {
         let run = try await ToolProcess.run(
-            ["explore", "--stores", "dispatch-hop", "--quiet"], environment: Self.selfTest, timeout: 120)
+            ["explore", "--stores", "thread-hop", "--quiet"], environment: Self.selfTest, timeout: 120)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
-        #expect(Self.row("dispatch-hop", in: run.stdout).dropFirst().first == "UNCONTROLLED", "\(run.stdout)")
-        #expect(run.stdout.contains("dispatch-hop: UNCONTROLLED — "), "\(run.stdout)")
+        #expect(Self.row("thread-hop", in: run.stdout).dropFirst().first == "UNCONTROLLED", "\(run.stdout)")
+        #expect(run.stdout.contains("thread-hop: UNCONTROLLED — "), "\(run.stdout)")
     }
 
     @Test("stores on Dispatch queues' sync calls, and on the main actor, run on the driving thread: explored, and pass")

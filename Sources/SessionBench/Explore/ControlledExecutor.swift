@@ -29,6 +29,7 @@ public enum ControlledExecution {
     public static func install() -> Bool {
         #if compiler(>=6.3) && os(Linux)
             _createExecutors(factory: ControlledFactory.self)
+            ControlledDispatch.install()
             installed.store(true, ordering: .releasing)
             return true
         #else
@@ -352,6 +353,7 @@ public enum ControlledExecution {
                 held.jobs.removeAll()
                 held.now = 0
             }
+            ControlledDispatch.reset()
             // A choice asked from inside a job is one more step, chosen by the same chooser.
             let box = ChooserBox(chooser)
             defer { chooser = box.chooser }

@@ -19,8 +19,8 @@ import TokenServer
 /// answers (`step-up`), with a crash among the steps (`crash-restart`), reads under a writer's
 /// 401s (`writes-under-reads`), and store instances sharing one saved session and its refresh lock
 /// (`shared-storage`, in memory); stores whose work runs as tasks,
-/// actors, main-actor jobs, or on the calling thread (locks, `DispatchQueue.sync`). Work resumed
-/// from another thread (a block on a Dispatch queue, a `Thread`) does not run on the controlled
+/// actors, main-actor jobs, Dispatch blocks (``ControlledDispatch``), or on the calling thread
+/// (locks). Work resumed from another thread (a `Thread`) does not run on the controlled
 /// executor: the exploration says so (``Outcome/uncontrolledJobs``) and has no verdict.
 public struct Exploration: Sendable {
     /// The scenarios `explore` drives.
