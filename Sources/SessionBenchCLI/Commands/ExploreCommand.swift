@@ -232,9 +232,11 @@ struct ExplorePlan: Sendable {
         return arguments
     }
 
-    /// The command that plays `schedule` of `store` back.
+    /// The command that plays `schedule` of `store` back, named as this program was run (a user's
+    /// own executable, with its stores, is not `session-bench`).
     func replayCommand(_ store: String, _ schedule: ScheduleText) -> String {
-        "session-bench explore --stores \(store) --scenario \(scenario.name) --tasks \(scenario.tasks) "
+        let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
+        return "\(program) explore --stores \(store) --scenario \(scenario.name) --tasks \(scenario.tasks) "
             + "--rounds \(scenario.rounds) --replay \(schedule)"
     }
 }

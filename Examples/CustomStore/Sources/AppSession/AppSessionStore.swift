@@ -16,11 +16,18 @@ public final class AppSessionStore: SessionStore, @unchecked Sendable {
     private var revoked = false
     private var epoch: UInt64 = 0
     private var inFlight: Task<Result<TokenGrant, TokenEndpointError>, Never>?
+    /// The planted race of `app-store-racy` (see ``racy``).
+    private let planted: Bool
 
-    public init(configuration: SessionStoreConfiguration) {
+    public convenience init(configuration: SessionStoreConfiguration) {
+        self.init(configuration: configuration, planted: false)
+    }
+
+    init(configuration: SessionStoreConfiguration, planted: Bool) {
         endpoint = configuration.endpoint
         clock = configuration.clock
         skew = configuration.refreshSkew
+        self.planted = planted
     }
 
     public func validToken() async throws(SessionError) -> AccessToken {
@@ -36,6 +43,8 @@ public final class AppSessionStore: SessionStore, @unchecked Sendable {
             case ready(AccessToken)
             case wait(Task<Result<TokenGrant, TokenEndpointError>, Never>, UInt64)
             case fail(SessionError)
+            /// The planted race: a refresh decided under the lock, started under it again later.
+            case start(RefreshToken)
         }
         let next: Next = lock.withLock {
             if revoked { return .fail(.refreshTokenRevoked) }
@@ -44,14 +53,29 @@ public final class AppSessionStore: SessionStore, @unchecked Sendable {
             let stale = rejected.map { $0.generation < current.generation } ?? true
             if inFlight == nil, stale, current.isFresh(at: clock.now(), margin: skew) { return .ready(current) }
             if let inFlight { return .wait(inFlight, epoch) }
-            let endpoint = self.endpoint, refreshToken = grant.refreshToken
+            if planted { return .start(grant.refreshToken) }
+            let endpoint = self.endpoint
+            let refreshToken = grant.refreshToken
             let task = Task { await endpoint.refreshResult(refreshToken) }
             inFlight = task
             return .wait(task, epoch)
         }
-        switch next {
+        var decided = next
+        if case .start(let refreshToken) = next {
+            // A suspension between deciding and starting (a log line, a reachability check): the
+            // decision is not checked again, so two callers can both start a refresh.
+            await Task.yield()
+            let endpoint = self.endpoint
+            decided = lock.withLock {
+                let task = Task { await endpoint.refreshResult(refreshToken) }
+                inFlight = task
+                return .wait(task, epoch)
+            }
+        }
+        switch decided {
         case .ready(let token): return token
         case .fail(let error): throw error
+        case .start: preconditionFailure("started above")
         case .wait(let task, let startEpoch):
             let result = await task.value
             return try lock.withLock { () -> Result<AccessToken, SessionError> in
@@ -99,4 +123,13 @@ extension AppSessionStore {
     public static let descriptor = StoreDescriptor(
         name: "app-store", summary: "the app's NSLock store with an in-flight Task"
     ) { AppSessionStore(configuration: $0) }
+
+    /// The same store with a race planted in it, for `explore` to find: the decision to refresh is
+    /// made under the lock and the refresh started under it again after a suspension, unchecked.
+    ///
+    ///     swift run my-bench explore --stores app-store-racy
+    public static let racy = StoreDescriptor(
+        name: "app-store-racy", summary: "app-store with a planted race: refresh decided, then started after an await",
+        isReferenceBroken: true
+    ) { AppSessionStore(configuration: $0, planted: true) }
 }
