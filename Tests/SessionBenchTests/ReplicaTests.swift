@@ -7,7 +7,7 @@ import Testing
 import TokenServer
 
 #if PostgreSQL
-import SessionStoragePostgres
+    import SessionStoragePostgres
 #endif
 
 /// `replicas`: replica processes sharing one session through PostgreSQL. They need the PostgreSQL
@@ -39,7 +39,8 @@ struct ReplicaTests {
         return try await CrashRestartTests.compare(arguments, as: Result.self)
     }
 
-    @Test("across 4 replicas, each correct backend: one refresh per event, no database call in reads, a dead lock holder")
+    @Test(
+        "across 4 replicas, each correct backend: one refresh per event, no database call in reads, a dead lock holder")
     func correctBackendsPass() async throws {
         let (status, results, printed) = try await compare([
             "--stores", "mutex,lock-free-read", "--scenario", "replicas",
@@ -50,7 +51,9 @@ struct ReplicaTests {
             "every correct server backend, no folder backend")
         #expect(results.count == 4)
         for result in results {
-            #expect(result.verdict == "pass", "\(result.store) × \(result.scenario): \(result.violations) \(result.failure ?? "")")
+            #expect(
+                result.verdict == "pass",
+                "\(result.store) × \(result.scenario): \(result.violations) \(result.failure ?? "")")
             // 16 events, the expiry after the crash and the one with a stalled holder, each exactly one
             // refresh across all replicas.
             #expect(result.storms == 18 && result.stormRefreshCalls == 18, "\(result.scenario)")
@@ -75,9 +78,17 @@ struct ReplicaTests {
         "check-then-refresh with no lock, and a lock whose waiters go ahead after its timeout, fail single-flight and no-reuse",
         arguments: ["postgres-unlocked", "postgres-lock-then-proceed"])
     func brokenBackendsFail(backend: String) async throws {
-        let (status, results, printed) = try await compare([
+        // A database that a loaded machine kept from answering in time ends the run in `error`,
+        // the machine's, not a verdict on the store: that run is made again (three tries at most).
+        var attempt = try await compare([
             "--stores", "mutex", "--scenario", "replicas:\(backend)", "--replicas", "3",
         ])
+        for _ in 0..<2
+        where attempt.results.first.map({ $0.verdict == "error" && ($0.failure ?? "").contains("unreachable") }) == true
+        {
+            attempt = try await compare(["--stores", "mutex", "--scenario", "replicas:\(backend)", "--replicas", "3"])
+        }
+        let (status, results, printed) = attempt
         #expect(status == 1, "\(printed)")
         let result = try #require(results.first)
         let found = Set(result.violations.map(\.invariant))
@@ -86,43 +97,45 @@ struct ReplicaTests {
     }
 
     #if PostgreSQL
-    @Test("a replica learns of a grant another saved through NOTIFY: no turn, no server call, no polling of its own")
-    func announcedGrantIsTaken() async throws {
-        let location = try PostgresLocation(url: try #require(Self.server))
-        let time = ManualTime()
-        let server = TokenServer(configuration: .init(tokenLifetime: .seconds(60)), clock: .manual(time))
-        let session = "announce-\(UUID().uuidString)"
-        let first = try await server.signIn(Credentials(subject: Subject("u")))
-        var stores: [any SynchronousTokenReading] = []
-        var storages: [PostgresTokenStorage] = []
-        for _ in 0..<2 {
-            let storage = try PostgresTokenStorage(location: location, session: session, coordination: .advisoryLock)
-            try storage.save(first)
-            storages.append(storage)
-            let store = StoreCatalog.named("mutex")!.make(
-                SessionStoreConfiguration(endpoint: server, clock: .manual(time), storage: storage))
-            stores.append(try #require(store as? any SynchronousTokenReading))
+        @Test(
+            "a replica learns of a grant another saved through NOTIFY: no turn, no server call, no polling of its own")
+        func announcedGrantIsTaken() async throws {
+            let location = try PostgresLocation(url: try #require(Self.server))
+            let time = ManualTime()
+            let server = TokenServer(configuration: .init(tokenLifetime: .seconds(60)), clock: .manual(time))
+            let session = "announce-\(UUID().uuidString)"
+            let first = try await server.signIn(Credentials(subject: Subject("u")))
+            var stores: [any SynchronousTokenReading] = []
+            var storages: [PostgresTokenStorage] = []
+            for _ in 0..<2 {
+                let storage = try PostgresTokenStorage(
+                    location: location, session: session, coordination: .advisoryLock)
+                try storage.save(first)
+                storages.append(storage)
+                let store = StoreCatalog.named("mutex")!.make(
+                    SessionStoreConfiguration(endpoint: server, clock: .manual(time), storage: storage))
+                stores.append(try #require(store as? any SynchronousTokenReading))
+            }
+            defer { try? storages[0].clear() }
+            // Both hold generation 1, and both listeners are in place before the grant is saved.
+            for store in stores { #expect(try await store.validToken().generation == 1) }
+            for _ in 0..<3000 where !storages.allSatisfy(\.isListening) { try await Task.sleep(for: .milliseconds(10)) }
+            let listening = storages.allSatisfy(\.isListening)
+            #expect(listening, "both replicas listen within 30 s")
+            let renewed = try await stores[0].tokenRejected(first.accessToken)
+            #expect(renewed.generation == 2)
+            var seen: UInt64?
+            for _ in 0..<200 {
+                seen = stores[1].currentToken()?.generation
+                if seen == 2 { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(seen == 2, "the other replica took the announced grant")
+            #expect(server.ledger.entries.filter { $0.call == .refresh }.count == 1)
+            // Its 401 for the old token is answered from memory: no refresh.
+            #expect(try await stores[1].tokenRejected(first.accessToken).generation == 2)
+            #expect(server.ledger.entries.filter { $0.call == .refresh }.count == 1)
         }
-        defer { try? storages[0].clear() }
-        // Both hold generation 1, and both listeners are in place before the grant is saved.
-        for store in stores { #expect(try await store.validToken().generation == 1) }
-        for _ in 0..<3000 where !storages.allSatisfy(\.isListening) { try await Task.sleep(for: .milliseconds(10)) }
-        let listening = storages.allSatisfy(\.isListening)
-        #expect(listening, "both replicas listen within 30 s")
-        let renewed = try await stores[0].tokenRejected(first.accessToken)
-        #expect(renewed.generation == 2)
-        var seen: UInt64?
-        for _ in 0..<200 {
-            seen = stores[1].currentToken()?.generation
-            if seen == 2 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(seen == 2, "the other replica took the announced grant")
-        #expect(server.ledger.entries.filter { $0.call == .refresh }.count == 1)
-        // Its 401 for the old token is answered from memory: no refresh.
-        #expect(try await stores[1].tokenRejected(first.accessToken).generation == 2)
-        #expect(server.ledger.entries.filter { $0.call == .refresh }.count == 1)
-    }
     #endif
 
     @Test("a folder backend is refused for replicas, a server backend for crash-restart")
@@ -139,32 +152,34 @@ struct ReplicaTests {
 }
 
 #if PostgreSQL
-@Suite("PostgreSQL URLs")
-struct PostgresLocationTests {
-    @Test("a URL gives host, port, user and database; its text never holds the password")
-    func parses() throws {
-        let location = try PostgresLocation(url: "postgres://bench:s3cret@127.0.0.1:54329/tokens")
-        #expect(location.host == "127.0.0.1" && location.port == 54329)
-        #expect(location.username == "bench" && location.database == "tokens")
-        #expect(!location.description.contains("s3cret"))
-        #expect(try PostgresLocation(url: "postgresql://bench@db/tokens").port == 5432)
-    }
+    @Suite("PostgreSQL URLs")
+    struct PostgresLocationTests {
+        @Test("a URL gives host, port, user and database; its text never holds the password")
+        func parses() throws {
+            let location = try PostgresLocation(url: "postgres://bench:s3cret@127.0.0.1:54329/tokens")
+            #expect(location.host == "127.0.0.1" && location.port == 54329)
+            #expect(location.username == "bench" && location.database == "tokens")
+            #expect(!location.description.contains("s3cret"))
+            #expect(try PostgresLocation(url: "postgresql://bench@db/tokens").port == 5432)
+        }
 
-    @Test("what is wrong with a URL is said in one line, never quoting the password", arguments: [
-        ("http://bench@127.0.0.1/tokens", "not a postgres:// URL"),
-        ("postgres://127.0.0.1/tokens", "names no user"),
-        ("postgres://bench:s3cret@127.0.0.1", "names no database"),
-        ("postgres://bench:s3cret@127.0.0.1/tokens?sslmode=require", "parameters are not supported"),
-    ])
-    func refuses(url: String, expected: String) {
-        #expect {
-            try PostgresLocation(url: url)
-        } throws: { error in
-            let text = "\(error)"
-            return text.contains(expected) && !text.contains("s3cret") && !text.contains("\n")
+        @Test(
+            "what is wrong with a URL is said in one line, never quoting the password",
+            arguments: [
+                ("http://bench@127.0.0.1/tokens", "not a postgres:// URL"),
+                ("postgres://127.0.0.1/tokens", "names no user"),
+                ("postgres://bench:s3cret@127.0.0.1", "names no database"),
+                ("postgres://bench:s3cret@127.0.0.1/tokens?sslmode=require", "parameters are not supported"),
+            ])
+        func refuses(url: String, expected: String) {
+            #expect {
+                try PostgresLocation(url: url)
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains(expected) && !text.contains("s3cret") && !text.contains("\n")
+            }
         }
     }
-}
 #endif
 
 /// The server the replica tests use, if the environment names one.
