@@ -62,12 +62,20 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// `known`, with the declaration as its reason. Every other check is unchanged — a refresh
     /// it starts still must be single-flight, fresh, and of the current session.
     public let refreshesUnconditionallyOn401: Bool
+    /// Whether everything the store does runs on the main actor: its state, its methods, its
+    /// cancellation handlers and the tasks it starts (a `@MainActor` class with no `nonisolated`
+    /// state, as the compiler checks it). `explore --strategy dfs` trusts it: a step off the main
+    /// actor is taken to touch none of the store's state, so orders that differ only in where
+    /// such steps fall among the store's are run once. A store that declares it falsely may have
+    /// a bug that search skips (the random and PCT strategies do not rely on it).
+    public let isolatedToMainActor: Bool
     private let factory: @Sendable (SessionStoreConfiguration) -> any SessionStore
 
     public init(
         name: String, summary: String, isReferenceBroken: Bool = false, offersSynchronousRead: Bool = false,
         persistsSession: Bool = false, sharesStorage: Bool = false, offersStepUp: Bool = false,
         offersStateStream: Bool = false, refreshesUnconditionallyOn401: Bool = false,
+        isolatedToMainActor: Bool = false,
         make: @escaping @Sendable (SessionStoreConfiguration) -> any SessionStore
     ) {
         self.name = name
@@ -79,6 +87,7 @@ public struct StoreDescriptor: Sendable, Hashable, CustomStringConvertible {
         self.offersStepUp = offersStepUp
         self.offersStateStream = offersStateStream
         self.refreshesUnconditionallyOn401 = refreshesUnconditionallyOn401
+        self.isolatedToMainActor = isolatedToMainActor
         self.factory = make
     }
 

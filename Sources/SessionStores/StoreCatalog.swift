@@ -24,10 +24,13 @@ public enum StoreCatalog {
             offersStateStream: true
         ) { ActorTaskStore(configuration: $0) },
         StoreDescriptor(
-            name: "actor-fast-read", summary: "actor-task that publishes each token it would hand out; reads take no hop",
+            name: "actor-fast-read",
+            summary: "actor-task that publishes each token it would hand out; reads take no hop",
             offersSynchronousRead: true, offersStepUp: true, offersStateStream: true
         ) { ActorFastReadStore(configuration: $0) },
-        StoreDescriptor(name: "main-actor", summary: "@MainActor class around the shared lifecycle") {
+        StoreDescriptor(
+            name: "main-actor", summary: "@MainActor class around the shared lifecycle", isolatedToMainActor: true
+        ) {
             MainActorStore(configuration: $0)
         },
         StoreDescriptor(
@@ -57,7 +60,8 @@ public enum StoreCatalog {
         StoreDescriptor(
             name: "shared-process-lock",
             summary: "mutex store whose refreshes over shared storage take one lock per process, none across processes",
-            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true, sharesStorage: true, offersStepUp: true,
+            isReferenceBroken: true, offersSynchronousRead: true, persistsSession: true, sharesStorage: true,
+            offersStepUp: true,
             offersStateStream: true
         ) { MutexStore(configuration: $0, persistOrder: .beforePublish, turns: .processOnly) },
         StoreDescriptor(

@@ -420,7 +420,7 @@ struct ExploreCommandTests {
     @Test(
         "bad input is one line and exit 2",
         arguments: [
-            (["explore", "--strategy", "dfs"], "--strategy must be random or pct"),
+            (["explore", "--strategy", "bfs"], "--strategy must be random, pct or dfs"),
             (["explore", "--scenario", "replicas"], "expiry-storm, 401-storm, sign-out-race"),
             (["explore", "--replay", "sbx1:random:1:0"], "--replay plays one store's schedule"),
             (["explore", "--stores", "mutex", "--replay", "nonsense"], "is not a schedule string"),

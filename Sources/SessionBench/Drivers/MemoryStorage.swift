@@ -35,9 +35,13 @@ final class MemoryStorage: TokenStorage {
         witness.withLock(visibleTo: self) { $0 }?.stop()
     }
 
-    func load() throws(StorageError) -> TokenGrant? { state.withLock(visibleTo: self) { $0.saved } }
+    func load() throws(StorageError) -> TokenGrant? {
+        ControlledExecution.touch(StepFootprint(harness: true))
+        return state.withLock(visibleTo: self) { $0.saved }
+    }
 
     func save(_ grant: TokenGrant) throws(StorageError) {
+        ControlledExecution.touch(StepFootprint(harness: true))
         let generation = grant.accessToken.generation
         let seen = witness.withLock(visibleTo: self) { $0 }?.read()
         let paired = pairing.map { $0(grant.refreshToken) }
@@ -52,6 +56,7 @@ final class MemoryStorage: TokenStorage {
     }
 
     func clear() throws(StorageError) {
+        ControlledExecution.touch(StepFootprint(harness: true))
         let at = TokenServer.realNanoseconds()
         state.withLock(visibleTo: self) {
             $0.saved = nil

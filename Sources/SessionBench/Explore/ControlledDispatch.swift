@@ -64,6 +64,8 @@ import CDispatchHook
             )
                 -> Int32 = { kind, queue, when, group, raw in
                     guard ControlledExecutor.shared.isDriving else { return 0 }
+                    // The queues' order is the tool's to keep (`dfs`'s reduction).
+                    ControlledExecution.touch(StepFootprint(harness: true))
                     let block = unsafeBitCast(raw, to: Block.self)
                     switch kind {
                     case sb_dispatch_sync, sb_dispatch_barrier_sync:
@@ -124,6 +126,8 @@ import CDispatchHook
         /// the main one), and counts it out of its group.
         private static func run(_ pending: Pending) {
             guard !pending.ran else { return }
+            // A block is the store's code, and its queue's order the tool's.
+            ControlledExecution.touch(StepFootprint(store: true, harness: true))
             pending.ran = true
             serial[pending.queue]?.pending.removeAll { $0 === pending }
             let raw = unsafeBitCast(pending.block, to: UnsafeMutableRawPointer.self)

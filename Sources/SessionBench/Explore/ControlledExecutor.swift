@@ -1,4 +1,5 @@
 import Foundation
+import SessionContract
 import Synchronization
 
 // The only file that uses Swift's experimental executor SPI: a default executor whose jobs run
@@ -94,6 +95,21 @@ public enum ControlledExecution {
         await Task.yield()
     }
 
+    /// Notes that the step running touched `footprint` (the log of calls, the saved session, the
+    /// store's objects from the tool's side): what `dfs`'s reduction knows of it beyond its kind.
+    static func touch(_ footprint: StepFootprint) {
+        #if compiler(>=6.3) && os(Linux)
+            if isInstalled, ControlledExecutor.shared.isDriving { ControlledExecutor.shared.touched.merge(footprint) }
+        #endif
+    }
+
+    /// Watches `time` for the schedule being driven: a step that moves it touches everything.
+    static func watch(_ time: ManualTime) {
+        #if compiler(>=6.3) && os(Linux)
+            if isInstalled, ControlledExecutor.shared.isDriving { ControlledExecutor.shared.watchedTimes.append(time) }
+        #endif
+    }
+
     /// How much later than its deadline an answer on its way (``answer(after:)``) may land: a
     /// minute, the default request timeout of `URLSession`, in nanoseconds.
     public static let lateness: Int64 = 60_000_000_000
@@ -136,11 +152,18 @@ public enum ControlledExecution {
     /// Jobs from other threads are
     /// taken as they come and counted (``uncontrolledJobs``); with nothing held and `body` not
     /// done, the driver waits up to `quiet` for one before calling the schedule deadlocked.
+    ///
+    /// `footprints`: tell the chooser what each step touched (``ScheduleChooser/ran(_:)``).
+    /// `storeOnMainActor`: the store declares that all it does runs on the main actor
+    /// (``StoreDescriptor/isolatedToMainActor``): the steps' footprints (``ScheduleChooser/ran(_:)``)
+    /// say a step off it touches none of the store's state.
     public static func drive(
         _ body: @escaping @Sendable () async -> Void, chooser: inout some ScheduleChooser, stepLimit: Int,
-        quiet: Duration = .seconds(1)
+        quiet: Duration = .seconds(1), footprints: Bool = false, storeOnMainActor: Bool = false
     ) -> ScheduleEnd {
         #if compiler(>=6.3) && os(Linux)
+            ControlledExecutor.shared.footprints = footprints
+            ControlledExecutor.shared.storeOnMainActor = storeOnMainActor
             return ControlledExecutor.shared.drive(body, chooser: &chooser, stepLimit: stepLimit, quiet: quiet)
         #else
             preconditionFailure("Internal inconsistency: drive without the controlled executor")
@@ -271,6 +294,15 @@ public enum ControlledExecution {
         /// Whether the timer about to be enqueued is a settling task's wait (``ControlledExecution/settle(waiting:)``):
         /// set, read and cleared on the driving thread only.
         var settlingTimer = false
+        /// What the job running touched, beyond what its kind says (``ControlledExecution/touch(_:)``):
+        /// driving thread only.
+        var touched = StepFootprint()
+        /// Whether the chooser hears what each step touched, and whether the store declares that
+        /// all it does runs on the main actor.
+        var footprints = false
+        var storeOnMainActor = false
+        /// The schedule's clocks (``ControlledExecution/watch(_:)``): driving thread only.
+        var watchedTimes: [ManualTime] = []
         /// Asks the schedule for a choice's value (``ControlledExecution/choose(_:)``) while a
         /// schedule is driven: called on the driving thread only.
         var pick: ((Int) -> Int)?
@@ -317,6 +349,10 @@ public enum ControlledExecution {
             // The settling task's own jobs: its steps, and what a step of its own enqueues that is
             // no task (a yield's job). An actor's turn that ran other tasks' work under its id is not.
             if !timer, onDriver, settling.contains(id), task != 0 || runningIsTask { info.settles = true }
+            // The main queue's order is the order its jobs came in.
+            if main, onDriver { touched.mainQueue = true }
+            // A timer's deadline counts from the virtual time the last timer fired at.
+            if timer, onDriver { touched.time = true }
             if timer, onDriver, settlingTimer {
                 info.settles = true
                 settlingTimer = false
@@ -348,6 +384,7 @@ public enum ControlledExecution {
                 held.withLock { $0.jobs.removeAll() }
                 settling = []
                 settlingTimer = false
+                watchedTimes = []
             }
             held.withLock { held in
                 held.jobs.removeAll()
@@ -419,6 +456,8 @@ public enum ControlledExecution {
                 box.steps += 1
                 running = info.id
                 runningIsTask = jobTaskId(job) != 0
+                touched = StepFootprint()
+                let clocks = footprints ? watchedTimes.map(\.now) : []
                 if main {
                     job.runSynchronously(on: mainExecutor)
                 } else {
@@ -426,6 +465,24 @@ public enum ControlledExecution {
                 }
                 running = 0
                 runningIsTask = false
+                // What the step touched: a timer moves virtual time; a settling task waits on every
+                // other, and a step that moves the token clock is seen by all; a main-actor job may
+                // run the store's code, and so may any other unless the store runs all of its on the
+                // main actor; every job off it may touch the tool's own.
+                guard footprints else {
+                    if box.diverged { return .diverged(steps: box.steps) }
+                    continue
+                }
+                var footprint = touched
+                if info.isTimer { footprint.time = true }
+                if info.settles || watchedTimes.map(\.now) != clocks { footprint.everything = true }
+                if main {
+                    footprint.store = true
+                } else {
+                    footprint.harness = true
+                    if !storeOnMainActor { footprint.store = true }
+                }
+                box.chooser.ran(footprint)
                 if box.diverged { return .diverged(steps: box.steps) }
             }
         }

@@ -92,6 +92,7 @@ struct ControlledWorld: Sendable {
         choices: ChoiceLog? = nil, crashes: Bool = false
     ) {
         self.descriptor = descriptor
+        ControlledExecution.watch(time)
         lives = crashes ? ProcessLives() : nil
         clock = TokenClock.manual(time)
         server = Self.server(scenario, clock: clock, stepUpLifetime: stepUpLifetime)

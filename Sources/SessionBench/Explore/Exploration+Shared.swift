@@ -28,6 +28,7 @@ extension Exploration {
         _ descriptor: StoreDescriptor, _ scenario: Scenario
     ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
         let time = ManualTime()
+        ControlledExecution.watch(time)
         let clock = TokenClock.manual(time)
         let server = ControlledWorld.server(scenario, clock: clock)
         let user = Subject("explore-user")

@@ -50,6 +50,8 @@ public struct Exploration: Sendable {
     /// `job + 2 × jobs`… (`explore --jobs`: the processes of one store split its schedules so).
     public var job = 0
     public var jobs = 1
+    /// `dfs`: whether the search skips schedules that only reorder steps that commute (sleep sets).
+    public var reduces = true
     /// Steps one schedule may take before it counts as a store that never finishes: a thousand
     /// per call, and never fewer than 200,000.
     public var stepLimit: Int { max(200_000, scenario.tasks * scenario.rounds * 1_000) }
@@ -128,6 +130,13 @@ public struct Exploration: Sendable {
         public var coverage = LifecycleCoverage()
         /// How many cancellations landed at each point of the calls they cancelled (`generated`).
         public var cancelPoints: [String: Int] = [:]
+        /// `dfs`: whether every schedule of the program ran (or was pruned as a reordering of one
+        /// that ran), and how many were pruned.
+        public var exhausted = false
+        public var pruned = 0
+        /// `dfs`: a schedule replayed down the search's path held other jobs than it did before:
+        /// the program does not do the same thing twice, and the search cannot cover it.
+        public var nondeterministic = false
     }
 
     /// How many of `schedules` job `job` of `jobs` runs: indices `job`, `job + jobs`, … below the total.
@@ -149,6 +158,7 @@ public struct Exploration: Sendable {
         var outcome = Outcome()
         let started = ContinuousClock.now
         var longest = 64
+        var search = DepthFirstSearch(reduces: reduces)
         while budget(outcome.schedules, ContinuousClock.now - started) {
             let index = job + outcome.schedules * jobs
             let seed = Self.scheduleSeed(self.seed, index)
@@ -160,6 +170,21 @@ public struct Exploration: Sendable {
             case .pct:
                 var chooser = Recording(PriorityChangePoints(seed: seed, depth: depth, steps: longest))
                 run = self.run(&chooser, strategy: .pct, seed: seed)
+            case .dfs:
+                var chooser = Recording(search.walk())
+                run = self.run(&chooser, strategy: .dfs, seed: 0)
+                let more = search.advance(after: chooser.inner)
+                outcome.pruned = search.pruned
+                if chooser.inner.pruned {
+                    outcome.exhausted = !more
+                    if more { continue }
+                    break
+                }
+                if case .diverged = run.end {
+                    outcome.nondeterministic = true
+                    break
+                }
+                outcome.exhausted = !more
             }
             outcome.schedules += 1
             outcome.steps += run.schedule.choices.count
@@ -177,6 +202,7 @@ public struct Exploration: Sendable {
                 break
             }
             progress(outcome)
+            if outcome.exhausted { break }
         }
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         return outcome
@@ -221,7 +247,8 @@ public struct Exploration: Sendable {
                     default: await Self.expiryStorm(store, scenario)
                     }
                 result.withLock { $0 = judged }
-            }, chooser: &chooser, stepLimit: stepLimit ?? self.stepLimit)
+            }, chooser: &chooser, stepLimit: stepLimit ?? self.stepLimit,
+            footprints: strategy == .dfs, storeOnMainActor: store.isolatedToMainActor)
         let (violations, digest, trace) = result.withLock { $0 }
         // What the store declares of itself (a 401 refresh on any token, I6) is known, as in
         // `compare`: it does not fail a schedule.

@@ -41,6 +41,12 @@ public struct HeldJob: Sendable {
 public protocol ScheduleChooser {
     /// The index into `jobs` (in the order they were enqueued) of the job to run at `step`.
     mutating func choose(_ jobs: [HeldJob], step: Int) -> Int
+    /// Hears what the job just chosen touched, once it has run (``DepthFirstWalk`` keeps it).
+    mutating func ran(_ footprint: StepFootprint)
+}
+
+extension ScheduleChooser {
+    public mutating func ran(_ footprint: StepFootprint) {}
 }
 
 /// How driving one schedule ended.

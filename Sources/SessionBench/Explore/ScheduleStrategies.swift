@@ -7,6 +7,8 @@ import TokenServer
 public enum ScheduleStrategy: String, Sendable, CaseIterable {
     case random
     case pct
+    /// Every schedule, depth first (``DepthFirstSearch``).
+    case dfs
 }
 
 /// Uniform: every held job equally likely at every step.
@@ -102,6 +104,8 @@ public struct Recording<Inner: ScheduleChooser>: ScheduleChooser {
         choices.append(choice)
         return choice
     }
+
+    public mutating func ran(_ footprint: StepFootprint) { inner.ran(footprint) }
 }
 
 /// A schedule as text, `sbx1:<strategy>:<seed>:<choices>`: the version, how it was found, and

@@ -39,6 +39,8 @@ final class StateSubscribers: Sendable {
     /// Its number.
     @discardableResult
     func join() -> Int {
+        // The store's stream, made and read by the store's code (`dfs`'s reduction).
+        ControlledExecution.touch(StepFootprint(store: true))
         let stream = store.sessionStates()
         let index = state.withLock(visibleTo: self) { state in
             state.received.append([])
@@ -47,6 +49,7 @@ final class StateSubscribers: Sendable {
         mark(index, "subscribes")
         let reader = Task {
             for await received in stream {
+                ControlledExecution.touch(StepFootprint(store: true))
                 let at = TokenServer.realNanoseconds()
                 self.state.withLock(visibleTo: self) { $0.received[index].append(.init(received, at: at)) }
                 self.mark(index, "← \(Self.short(received))")

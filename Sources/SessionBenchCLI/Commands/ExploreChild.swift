@@ -46,6 +46,10 @@ public enum ExploreChild {
         /// Invariants broken that the store declares it breaks, by id (`I6`): the verdict is
         /// `known` when nothing else broke, as in `compare`.
         var known: [Invariant]?
+        /// `dfs`: whether the search covered every schedule of the program, and how many
+        /// schedules it stopped early as reorderings of ones it ran (the reduction).
+        var exhausted: Bool?
+        var pruned: Int?
     }
 
     /// When the process was started as an explore child: runs it and exits. Otherwise returns at
@@ -73,6 +77,7 @@ public enum ExploreChild {
             store: store, scenario: plan.scenario, strategy: plan.strategy, seed: plan.seed, depth: plan.depth)
         exploration.job = plan.job
         exploration.jobs = plan.jobs
+        exploration.reduces = plan.reduces
         let share = Exploration.share(of: plan.schedules ?? 1_000, job: plan.job, jobs: plan.jobs)
         var outcome: Outcome
         if let schedule = plan.replay {
@@ -110,6 +115,16 @@ public enum ExploreChild {
                 violations: failing?.violations ?? [],
                 digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
             outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
+            if plan.strategy == .dfs {
+                outcome.exhausted = found.exhausted
+                outcome.pruned = found.pruned
+            }
+            if found.nondeterministic {
+                outcome.verdict = .error
+                outcome.problem =
+                    "a schedule replayed down the search's path held other jobs than it did before: the program "
+                    + "does not do the same thing twice, so dfs cannot cover it (random and pct still judge it)"
+            }
             outcome.coverage = Exploration.countsCoverage(exploration.scenario) ? found.coverage : nil
             outcome.cancelPoints = found.cancelPoints.isEmpty ? nil : found.cancelPoints
             if let shrunk {

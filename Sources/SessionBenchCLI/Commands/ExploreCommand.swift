@@ -65,8 +65,20 @@ struct ExploreOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: "random (a uniform walk) or pct (priorities with --depth − 1 change points) (default: random).")
+        help: """
+            random (a uniform walk), pct (priorities with --depth − 1 change points) or dfs (every schedule of \
+            the program, depth first, until done or --schedules or --for runs out; default --for 10m) \
+            (default: random).
+            """)
     var strategy: String?
+
+    @Flag(
+        name: .long,
+        help: """
+            With --strategy dfs: run every schedule, even those that only reorder steps that commute \
+            (the sleep-set reduction is on by default).
+            """)
+    var noReduction = false
 
     @Option(
         name: .long, help: "Schedules per store, 1 to 100000000 (default: 1000, or as many as fit in --for).",
@@ -145,7 +157,7 @@ struct ExploreOptions: ParsableArguments {
         }
         let strategyName = strategy ?? ScheduleStrategy.random.rawValue
         guard let strategy = ScheduleStrategy(rawValue: strategyName) else {
-            throw UsageError("--strategy must be random or pct, not '\(Printable.name(strategyName, limit: 40))'")
+            throw UsageError("--strategy must be random, pct or dfs, not '\(Printable.name(strategyName, limit: 40))'")
         }
         guard let chosen = ScenarioCatalog.all.first(where: { $0.name == scenario }),
             Exploration.drives(chosen)
@@ -155,6 +167,15 @@ struct ExploreOptions: ParsableArguments {
             )
         }
         if schedules != nil, timeLimit != nil { throw UsageError("give --schedules or --for, not both") }
+        if strategy == .dfs, jobs > 1 {
+            throw UsageError("--strategy dfs walks one tree in one process: leave out --jobs")
+        }
+        if noReduction, strategy != .dfs {
+            throw UsageError("--no-reduction applies to --strategy dfs only")
+        }
+        // A search runs until it has covered the program, within ten minutes unless told otherwise.
+        let defaultSchedules = strategy == .dfs ? 100_000_000 : 1_000
+        let defaultSeconds: Double? = strategy == .dfs && schedules == nil ? 600 : nil
         if job >= jobs { throw UsageError("--job must be below --jobs (\(jobs))") }
         let names = (stores ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
             !$0.isEmpty
@@ -194,8 +215,9 @@ struct ExploreOptions: ParsableArguments {
         explored.rounds = rounds
         return ExplorePlan(
             stores: resolved.map(\.name), scenario: explored, strategy: strategy, seed: seed ?? 1, depth: depth ?? 3,
-            schedules: timeLimit == nil ? schedules ?? 1_000 : nil, seconds: timeLimit?.seconds, replay: schedule,
-            jobs: jobs, job: job)
+            schedules: timeLimit == nil && defaultSeconds == nil ? schedules ?? defaultSchedules : nil,
+            seconds: timeLimit?.seconds ?? defaultSeconds, replay: schedule, jobs: jobs, job: job,
+            reduces: !noReduction)
     }
 }
 
@@ -212,6 +234,8 @@ struct ExplorePlan: Sendable {
     /// Processes per store, and which of them this plan is (a child's).
     var jobs = 1
     var job = 0
+    /// `dfs`: whether the search skips reorderings of steps that commute.
+    var reduces = true
     /// Seconds a child may run past its schedules' share before it counts as hung (a store that
     /// blocks the scheduler's one thread): a minute for `explore`, less where the search is one
     /// part of a longer run.
@@ -227,6 +251,7 @@ struct ExplorePlan: Sendable {
         if let replay { return arguments + ["--replay", replay.description] }
         arguments += ["--strategy", strategy.rawValue, "--seed", String(seed), "--depth", String(depth)]
         if let schedules { arguments += ["--schedules", String(schedules)] }
+        if !reduces { arguments.append("--no-reduction") }
         if jobs > 1 { arguments += ["--jobs", String(jobs), "--job", String(job)] }
         if let seconds { arguments += ["--for", "\(seconds)s"] }
         return arguments

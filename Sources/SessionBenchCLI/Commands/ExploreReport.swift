@@ -13,9 +13,30 @@ struct ExploreReport {
     var heading: String {
         let what =
             plan.replay.map { "replaying a \($0.strategy.rawValue) schedule of seed \($0.seed)" }
-            ?? (plan.strategy == .pct ? "PCT, depth \(plan.depth)" : "random walk") + ", seed \(plan.seed)"
+            ?? Self.strategy(plan)
         return
             "explore \(plan.scenario.name) — \(plan.scenario.tasks) callers, \(plan.scenario.rounds) \(Self.rounds(plan.scenario.kind)), \(what)"
+    }
+
+    /// How the schedules were picked, for the heading.
+    static func strategy(_ plan: ExplorePlan) -> String {
+        switch plan.strategy {
+        case .pct: "PCT, depth \(plan.depth), seed \(plan.seed)"
+        case .random: "random walk, seed \(plan.seed)"
+        case .dfs:
+            plan.reduces
+                ? "depth-first, every schedule (sleep-set reduction)" : "depth-first, every schedule (no reduction)"
+        }
+    }
+
+    /// `dfs`: whether the search covered the program, and what it pruned.
+    static func search(_ outcome: ExploreChild.Outcome) -> String? {
+        guard let exhausted = outcome.exhausted, outcome.verdict == nil, outcome.violations.isEmpty else { return nil }
+        let pruned =
+            outcome.pruned.map { $0 > 0 ? " and \($0) stopped early as reorderings of steps that commute" : "" } ?? ""
+        return exhausted
+            ? "every schedule of this program explored: \(outcome.schedules) run to the end\(pruned)"
+            : "search not finished: \(outcome.schedules) schedule(s) run\(pruned); give it more --for or --schedules"
     }
 
     mutating func add(store: String, _ outcome: ExploreChild.Outcome) { rows.append((store, outcome)) }
@@ -63,6 +84,11 @@ struct ExploreReport {
                 $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0)
             }
             lines.append(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
+        let searched = rows.compactMap { row in Self.search(row.outcome).map { "  \(row.store): \($0)" } }
+        if plan.replay == nil, !searched.isEmpty {
+            lines.append("search:")
+            lines += searched
         }
         let covered = rows.compactMap { row in
             row.outcome.coverage.map { coverage in
