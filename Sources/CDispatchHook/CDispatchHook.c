@@ -30,13 +30,13 @@ typedef uint64_t dispatch_time_t;
 extern char _dispatch_main_q;  // what dispatch_get_main_queue() returns the address of
 void *dispatch_get_global_queue(long identifier, unsigned long flags);
 dispatch_time_t dispatch_time(dispatch_time_t when, int64_t delta);
-long dispatch_group_wait(dispatch_group_t group, dispatch_time_t timeout);
 void dispatch_group_enter(dispatch_group_t group);
 void dispatch_group_leave(dispatch_group_t group);
 void dispatch_retain(void *object);
 void dispatch_release(void *object);
 
 int (*sb_dispatch_hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t) = NULL;
+int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, int) = NULL;
 
 // libdispatch's definition of each, looked up once (a race stores the same value twice).
 #define REAL(name, ...)                                     \
@@ -72,6 +72,29 @@ void dispatch_group_notify(dispatch_group_t group, dispatch_queue_t queue, dispa
     REAL(dispatch_group_notify, dispatch_group_t, dispatch_queue_t, dispatch_block_t)
     real_dispatch_group_notify(group, queue, block);
 }
+
+// The waits: one that would block asks the hook first (DISPATCH_TIME_NOW is 0, FOREVER all ones).
+#define SB_WAIT(name, kind, object, timeout)                                                   \
+    REAL_LONG(name)                                                                            \
+    if (!sb_dispatch_wait_hook) return real_##name(object, timeout);                          \
+    long ready = real_##name(object, 0);                                                       \
+    if (ready == 0 || timeout == 0) return ready;                                              \
+    if (sb_dispatch_wait_hook(kind, timeout == ~(dispatch_time_t)0)) return ready;             \
+    return real_##name(object, timeout);
+
+#define REAL_LONG(name)                                                  \
+    static long (*real_##name)(void *, dispatch_time_t) = NULL;          \
+    if (!real_##name) real_##name = (long (*)(void *, dispatch_time_t))dlsym(RTLD_NEXT, #name);
+
+long dispatch_semaphore_wait(void *semaphore, dispatch_time_t timeout) {
+    SB_WAIT(dispatch_semaphore_wait, sb_dispatch_wait_semaphore, semaphore, timeout)
+}
+
+long dispatch_group_wait(void *group, dispatch_time_t timeout) {
+    SB_WAIT(dispatch_group_wait, sb_dispatch_wait_group, group, timeout)
+}
+
+void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, int)) { sb_dispatch_wait_hook = hook; }
 
 void sb_dispatch_real_sync(void *queue, sb_dispatch_block_t block) {
     REAL(dispatch_sync, dispatch_queue_t, dispatch_block_t)
@@ -112,7 +135,8 @@ int sb_dispatch_is_global(void *queue) {
 uint64_t sb_dispatch_now(void) { return dispatch_time(0, 0); }
 
 int sb_dispatch_group_is_empty(void *group) {
-    return dispatch_group_wait((dispatch_group_t)group, 0) == 0;
+    REAL_LONG(dispatch_group_wait)
+    return real_dispatch_group_wait(group, 0) == 0;
 }
 
 void sb_dispatch_group_enter(void *group) { dispatch_group_enter((dispatch_group_t)group); }
@@ -123,6 +147,8 @@ void sb_dispatch_release(void *object) { dispatch_release(object); }
 #else
 // Elsewhere, and under ThreadSanitizer, Dispatch is left alone: explore drives tasks only.
 int (*sb_dispatch_hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t) = 0;
+int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, int) = 0;
+void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, int)) {}
 void sb_dispatch_real_sync(void *queue, sb_dispatch_block_t block) {}
 void sb_dispatch_set_hook(int (*hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t)) {}
 void sb_dispatch_real_barrier_sync(void *queue, sb_dispatch_block_t block) {}

@@ -26,6 +26,13 @@ extension SelfTestStores {
             summary: "the mutex store, each read first hopping through a Thread of its own (self-test)",
             isReferenceBroken: true
         ) { ThreadHopStore(configuration: $0) },
+        StoreDescriptor(
+            name: "semaphore-bridge",
+            summary:
+                "the mutex store, each read first waiting on a DispatchSemaphore for a block on its queue: fine on "
+                + "a pool of threads, a deadlock on one (self-test)",
+            isReferenceBroken: true
+        ) { SemaphoreBridgeStore(configuration: $0) },
     ]
 }
 
@@ -135,6 +142,29 @@ private final class ThreadHopStore: SessionStore {
 
     func validToken() async throws(SessionError) -> AccessToken {
         await hop { done in Thread.detachNewThread { done() } }
+        return try await inner.validToken()
+    }
+
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken {
+        try await inner.tokenRejected(token)
+    }
+    func signIn(_ credentials: Credentials) async throws(SessionError) { try await inner.signIn(credentials) }
+    func signOut() async { await inner.signOut() }
+}
+
+/// The mutex store, each read first blocking its thread on a semaphore until a block on a queue of
+/// its own has run: with Dispatch's threads the block runs elsewhere and signals; with one thread
+/// running everything, nothing can.
+private final class SemaphoreBridgeStore: SessionStore {
+    private let inner: MutexStore
+    private let queue = DispatchQueue(label: "session-bench.self-test.bridge")
+
+    init(configuration: SessionStoreConfiguration) { inner = MutexStore(configuration: configuration) }
+
+    func validToken() async throws(SessionError) -> AccessToken {
+        let ready = DispatchSemaphore(value: 0)
+        queue.async { ready.signal() }
+        ready.wait()
         return try await inner.validToken()
     }
 

@@ -86,6 +86,39 @@ struct DepthFirstSearchTests {
         #expect(StepFootprint(store: true).commutes(with: StepFootprint(harness: true)))
     }
 
+    @Test("a step whose footprint depends on a choice it makes sleeps only on what every value touched")
+    func choiceDependentFootprint() {
+        // A makes a choice inside its step: with value 0 it also hands the main queue a job, as B
+        // does; with value 1 it does not. B first, then A with value 0, must still run.
+        var search = DepthFirstSearch(reduces: true)
+        var runs: [String] = []
+        while true {
+            var walk = search.walk()
+            var left = ["A", "B"]
+            var step = 0
+            var text = ""
+            while !left.isEmpty {
+                let index = walk.choose(left.map { HeldJob(id: $0 == "A" ? 1 : 2, isTimer: false) }, step: step)
+                step += 1
+                if index < 0 { break }
+                let task = left.remove(at: index)
+                if task == "A" {
+                    let value = walk.choose(HeldJob.choice(of: 2), step: step)
+                    step += 1
+                    walk.ran(StepFootprint(harness: true, mainQueue: value == 0))
+                    text += "A\(value)"
+                } else {
+                    walk.ran(StepFootprint(store: true, mainQueue: true))
+                    text += "B"
+                }
+            }
+            if !walk.pruned { runs.append(text) }
+            if !search.advance(after: walk) { break }
+        }
+        #expect(runs.contains("BA0"), "\(runs)")
+        #expect(Set(runs).isSuperset(of: ["A0B", "A1B", "BA0"]), "\(runs)")
+    }
+
     @Test("a choice's values are branches of their own, never asleep")
     func choicesBranch() {
         var search = DepthFirstSearch(reduces: true)

@@ -40,3 +40,18 @@ extension ExploreCommandTests {
             Self.row("dispatch-hop", in: hop.stdout).dropFirst().first?.hasPrefix("violated") == true, "\(hop.stdout)")
     }
 }
+
+extension ExploreCommandTests {
+    @Test("a semaphore wait on the scheduler's only thread is a deadlock that names the call, in seconds, and replays")
+    func semaphoreWaitNamed() async throws {
+        let store = "semaphore-bridge"
+        let found = try await ToolProcess.run(
+            ["explore", "--stores", store, "--schedules", "50"], environment: Self.selfTest, timeout: 120)
+        #expect(found.status == 1, "\(found.stdout)\(found.stderr)")
+        #expect(Self.row(store, in: found.stdout).dropFirst().prefix(2) == ["violated", "I3"], "\(found.stdout)")
+        #expect(found.stdout.contains("DispatchSemaphore.wait() on the scheduler's only thread"), "\(found.stdout)")
+        let replay = try #require(Self.replayArguments(in: found.stdout), "\(found.stdout)")
+        let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
+        #expect(again.status == 1 && again.stdout.contains("DispatchSemaphore.wait()"), "\(again.stdout)")
+    }
+}

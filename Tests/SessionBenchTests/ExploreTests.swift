@@ -19,7 +19,7 @@ struct ScheduleTests {
     @Test(
         "anything else is not a schedule string",
         arguments: [
-            "", "sbx1", "sbx2:random:1:0", "sbx1:dfs:1:0", "sbx1:random:-1:0", "sbx1:random:1:0..1", "sbx1:random:1:A",
+            "", "sbx1", "sbx2:random:1:0", "sbx1:bfs:1:0", "sbx1:random:-1:0", "sbx1:random:1:0..1", "sbx1:random:1:A",
             "sbx1:random:1:0*0", "sbx1:random:1:0*99999999", "sbx1:random:1:0:1", "sbx1:random:1:-1",
             "sbx1:random:1:0*",
         ])

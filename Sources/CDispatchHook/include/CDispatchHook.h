@@ -29,6 +29,22 @@ extern int (*_Nullable sb_dispatch_hook)(
 void sb_dispatch_set_hook(int (*_Nullable hook)(
     sb_dispatch_kind, void *_Nonnull, uint64_t, void *_Nullable, sb_dispatch_block_t _Nonnull));
 
+/// A wait that blocks the calling thread until another signals it.
+typedef enum {
+    sb_dispatch_wait_semaphore = 1,
+    sb_dispatch_wait_group = 2,
+} sb_dispatch_wait_kind;
+
+/// Set by the exploring process: called when a `dispatch_semaphore_wait` or `dispatch_group_wait`
+/// would block (it is not signalled yet), `forever` when it has no timeout. Returns 0 to let the
+/// wait block as Dispatch would; 1 when the thread is the one that runs every job (nothing can
+/// signal it while it waits): a timed wait then times out at once, and a wait for ever is the
+/// hook's to report (it does not return).
+extern int (*_Nullable sb_dispatch_wait_hook)(sb_dispatch_wait_kind kind, int forever);
+
+/// Sets ``sb_dispatch_wait_hook``.
+void sb_dispatch_set_wait_hook(int (*_Nullable hook)(sb_dispatch_wait_kind, int));
+
 /// Dispatch's own entry points, past the hook: for the hook to run a block it took on its queue.
 void sb_dispatch_real_sync(void *_Nonnull queue, sb_dispatch_block_t _Nonnull block);
 void sb_dispatch_real_barrier_sync(void *_Nonnull queue, sb_dispatch_block_t _Nonnull block);

@@ -36,12 +36,12 @@ final class MemoryStorage: TokenStorage {
     }
 
     func load() throws(StorageError) -> TokenGrant? {
-        ControlledExecution.touch(StepFootprint(harness: true))
+        StepTouches.note(StepFootprint(harness: true))
         return state.withLock(visibleTo: self) { $0.saved }
     }
 
     func save(_ grant: TokenGrant) throws(StorageError) {
-        ControlledExecution.touch(StepFootprint(harness: true))
+        StepTouches.note(StepFootprint(harness: true))
         let generation = grant.accessToken.generation
         let seen = witness.withLock(visibleTo: self) { $0 }?.read()
         let paired = pairing.map { $0(grant.refreshToken) }
@@ -56,7 +56,7 @@ final class MemoryStorage: TokenStorage {
     }
 
     func clear() throws(StorageError) {
-        ControlledExecution.touch(StepFootprint(harness: true))
+        StepTouches.note(StepFootprint(harness: true))
         let at = TokenServer.realNanoseconds()
         state.withLock(visibleTo: self) {
             $0.saved = nil

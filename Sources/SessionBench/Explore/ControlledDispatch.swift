@@ -52,7 +52,22 @@ import CDispatchHook
         nonisolated(unsafe) private static var serial: [UnsafeMutableRawPointer: Serial] = [:]
 
         /// Catches Dispatch's block entry points from now on (the exploring process, at start).
-        static func install() { sb_dispatch_set_hook(take) }
+        static func install() {
+            sb_dispatch_set_hook(take)
+            sb_dispatch_set_wait_hook(wait)
+        }
+
+        /// The wait hook: a semaphore or group wait that would block the driving thread, which
+        /// runs every job, waits for what nothing can do. A timed one times out at once; one
+        /// without a timeout is the deadlock it is, reported by name (``ControlledExecution/blocked``).
+        private static let wait: @convention(c) (sb_dispatch_wait_kind, Int32) -> Int32 = { kind, forever in
+            guard ControlledExecutor.shared.isDriving else { return 0 }
+            if forever != 0 {
+                ControlledExecution.blocked(
+                    kind == sb_dispatch_wait_semaphore ? "DispatchSemaphore.wait()" : "DispatchGroup.wait()")
+            }
+            return 1
+        }
 
         /// Forgets the last schedule's queues: each schedule starts with none.
         static func reset() { serial = [:] }

@@ -12,11 +12,16 @@
 public struct DepthFirstSearch: Sendable {
     /// A node on the path of the last schedule.
     struct Node: Sendable {
-        /// The jobs held (by ordinal in the schedule, ``StepObserver``), or a choice's values (-1 - value).
+        /// The jobs held, each named by its ordinal in the schedule (``StepObserver``) × 256 + how
+        /// many held before it share that ordinal (an actor's turn is known by the task that
+        /// enqueued it, which may be held too), or a choice's values (-1 - value).
         var held: [Int]
         var chosen: Int
-        /// What the step taken here touched.
+        /// What the step taken here touched in this schedule.
         var footprint = StepFootprint()
+        /// What it touched in every schedule that took it: a step that makes a choice may touch
+        /// more with one value than another.
+        var taken = StepFootprint()
         /// Jobs that need not run here: set aside at a node above, for steps that commute with them.
         var sleep: [Int: StepFootprint] = [:]
         /// The branches already taken here, with what each touched.
@@ -41,13 +46,14 @@ public struct DepthFirstSearch: Sendable {
         if walk.pruned { pruned += 1 }
         while let last = path.last {
             var node = last
-            node.done[node.held[node.chosen]] = node.footprint
+            node.done[node.held[node.chosen]] = node.taken
             // The next branch: the first job held here neither taken nor asleep.
             if let next = node.held.indices.first(where: {
                 node.done[node.held[$0]] == nil && node.sleep[node.held[$0]] == nil
             }) {
                 node.chosen = next
                 node.footprint = StepFootprint()
+                node.taken = StepFootprint()
                 path[path.count - 1] = node
                 return true
             }
@@ -81,10 +87,17 @@ public struct DepthFirstWalk: ScheduleChooser {
     public mutating func ran(_ footprint: StepFootprint) {
         guard let lastJob else { return }
         nodes[lastJob].footprint.merge(footprint)
+        nodes[lastJob].taken.merge(footprint)
     }
 
     public mutating func choose(_ jobs: [HeldJob], step: Int) -> Int {
-        let held = jobs.map { $0.isChoice ? -1 - Int(UInt.max - $0.id) : observer.ordinal(of: $0.id) }
+        var seen: [Int: Int] = [:]
+        let held = jobs.map { job in
+            if job.isChoice { return -1 - Int(UInt.max - job.id) }
+            let ordinal = observer.ordinal(of: job.id)
+            defer { seen[ordinal, default: 0] += 1 }
+            return ordinal * 256 + min(seen[ordinal] ?? 0, 255)
+        }
         if step < prefix {
             let node = nodes[step]
             // The replayed path must hold what it held before: the program is deterministic.
@@ -104,7 +117,9 @@ public struct DepthFirstWalk: ScheduleChooser {
             let parent = nodes[lastJob]
             let taken = parent.held[parent.chosen]
             for (job, footprint) in parent.sleep.merging(parent.done, uniquingKeysWith: { first, _ in first })
-            where job != taken && footprint.commutes(with: parent.footprint) {
+            // A job that shares its name with another held (a second one has a count) never
+            // sleeps: which of them a name means may change from node to node.
+            where job != taken && job % 256 == 0 && seen[job / 256] == 1 && footprint.commutes(with: parent.footprint) {
                 sleep[job] = footprint
             }
         }
@@ -117,47 +132,5 @@ public struct DepthFirstWalk: ScheduleChooser {
             lastJob = nodes.count - 1
         }
         return chosen
-    }
-}
-
-/// What one step touched, as far as the scheduler can see it: the reduction's model of
-/// dependence. Two steps commute unless both touch one of these.
-public struct StepFootprint: Sendable, Equatable {
-    /// The store's own state, which the scheduler cannot see into: touched by every step that
-    /// may run the store's code.
-    public var store = false
-    /// What the tool itself keeps: the log of calls, the server, the saved session, the Dispatch
-    /// queues' order. Every step off the main actor touches it.
-    public var harness = false
-    /// The main actor's queue: a step that hands it a job (whose order among them is the order they run in).
-    public var mainQueue = false
-    /// Virtual time: a timer fired (time moved to its deadline), or was set (its deadline counts
-    /// from the time now); which timers may fire next depends on both.
-    public var time = false
-    /// Everything: the token clock moved, or a task that waits for the others to settle ran.
-    public var everything = false
-
-    public init(
-        store: Bool = false, harness: Bool = false, mainQueue: Bool = false, time: Bool = false,
-        everything: Bool = false
-    ) {
-        self.store = store
-        self.time = time
-        self.harness = harness
-        self.mainQueue = mainQueue
-        self.everything = everything
-    }
-
-    mutating func merge(_ other: StepFootprint) {
-        store = store || other.store
-        harness = harness || other.harness
-        mainQueue = mainQueue || other.mainQueue
-        time = time || other.time
-        everything = everything || other.everything
-    }
-
-    func commutes(with other: StepFootprint) -> Bool {
-        !(everything || other.everything) && !(store && other.store) && !(harness && other.harness)
-            && !(mainQueue && other.mainQueue) && !(time && other.time)
     }
 }

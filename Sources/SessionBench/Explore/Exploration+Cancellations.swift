@@ -39,7 +39,12 @@ extension Exploration {
                 }
             }
             let cancellers = cancel.sorted().filter(callers.indices.contains).map { caller in
-                Task { callers[caller].cancel() }
+                Task {
+                    // A cancellation runs the store's handler, and whether it lands before or after
+                    // a step of the store's decides what that step sees (`dfs`'s reduction).
+                    ControlledExecution.touch(StepFootprint(store: true))
+                    callers[caller].cancel()
+                }
             }
             for canceller in cancellers { await canceller.value }
             for caller in callers { await caller.value }

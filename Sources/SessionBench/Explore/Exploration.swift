@@ -145,7 +145,7 @@ public struct Exploration: Sendable {
     }
 
     /// The seed of schedule `index` (from 0) of an exploration seeded `seed`.
-    static func scheduleSeed(_ seed: UInt64, _ index: Int) -> UInt64 {
+    public static func scheduleSeed(_ seed: UInt64, _ index: Int) -> UInt64 {
         var random = SeededRandom(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
         return random.next()
     }
@@ -159,7 +159,7 @@ public struct Exploration: Sendable {
         let started = ContinuousClock.now
         var longest = 64
         var search = DepthFirstSearch(reduces: reduces)
-        while budget(outcome.schedules, ContinuousClock.now - started) {
+        schedules: while budget(outcome.schedules, ContinuousClock.now - started) {
             let index = job + outcome.schedules * jobs
             let seed = Self.scheduleSeed(self.seed, index)
             let run: Run
@@ -175,14 +175,15 @@ public struct Exploration: Sendable {
                 run = self.run(&chooser, strategy: .dfs, seed: 0)
                 let more = search.advance(after: chooser.inner)
                 outcome.pruned = search.pruned
-                if chooser.inner.pruned {
+                // A pruned schedule is no schedule: the next one, or the search is done.
+                if chooser.inner.pruned, run.uncontrolledJobs == 0 {
                     outcome.exhausted = !more
-                    if more { continue }
-                    break
+                    if more { continue schedules }
+                    break schedules
                 }
-                if case .diverged = run.end {
+                if case .diverged = run.end, !chooser.inner.pruned {
                     outcome.nondeterministic = true
-                    break
+                    break schedules
                 }
                 outcome.exhausted = !more
             }
@@ -202,7 +203,7 @@ public struct Exploration: Sendable {
                 break
             }
             progress(outcome)
-            if outcome.exhausted { break }
+            if outcome.exhausted { break schedules }
         }
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         return outcome
@@ -248,7 +249,9 @@ public struct Exploration: Sendable {
                     }
                 result.withLock { $0 = judged }
             }, chooser: &chooser, stepLimit: stepLimit ?? self.stepLimit,
-            footprints: strategy == .dfs, storeOnMainActor: store.isolatedToMainActor)
+            footprints: strategy == .dfs,
+            // A synchronous read or a state stream is the store's code called, or read, off the main actor.
+            storeOnMainActor: store.isolatedToMainActor && !store.offersSynchronousRead && !store.offersStateStream)
         let (violations, digest, trace) = result.withLock { $0 }
         // What the store declares of itself (a 401 refresh on any token, I6) is known, as in
         // `compare`: it does not fail a schedule.

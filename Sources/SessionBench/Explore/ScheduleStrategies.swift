@@ -92,8 +92,13 @@ public struct Replay: ScheduleChooser {
     }
 }
 
+/// A chooser that keeps the choices it made.
+protocol RecordsChoices {
+    var choices: [Int] { get }
+}
+
 /// Another chooser, with every choice it makes kept.
-public struct Recording<Inner: ScheduleChooser>: ScheduleChooser {
+public struct Recording<Inner: ScheduleChooser>: ScheduleChooser, RecordsChoices {
     public var inner: Inner
     public private(set) var choices: [Int] = []
 

@@ -61,6 +61,7 @@ final class StateSubscribers: Sendable {
 
     /// Ends every subscriber's reading.
     func cancel() {
+        ControlledExecution.touch(StepFootprint(store: true))  // the stream's termination is the store's
         for reader in state.withLock(visibleTo: self, { $0.readers }) { reader.cancel() }
     }
 

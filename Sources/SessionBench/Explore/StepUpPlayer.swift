@@ -140,6 +140,7 @@ final class StepUpPlayer: Sendable {
             let call = Task { await self.elevate(through: client, caller: caller, phase: phase, cancelled: true) }
             let canceller = Task {
                 self.mark(caller: caller, phase: phase, ProgramMark.cancel)
+                ControlledExecution.touch(StepFootprint(store: true))  // the store's handler runs
                 call.cancel()
             }
             await canceller.value

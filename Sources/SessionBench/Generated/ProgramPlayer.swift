@@ -180,6 +180,7 @@ final class ProgramPlayer: Sendable {
             }
             let canceller = Task {
                 self.mark(caller: caller, phase: phase, ProgramMark.cancel)
+                StepTouches.note(StepFootprint(store: true))  // the store's handler runs
                 call.cancel()
             }
             await canceller.value

@@ -78,6 +78,28 @@ public enum ExploreChild {
         exploration.job = plan.job
         exploration.jobs = plan.jobs
         exploration.reduces = plan.reduces
+        // A wait on the scheduler's thread that nothing can end stops the process where it
+        // stands: reported as the deadlock it is, with the schedule that reached it.
+        let finished = Mutex(0)
+        ControlledExecution.onBlocked = { call, choices in
+            let index = plan.replay == nil ? plan.job + finished.withLock { $0 } * plan.jobs : 0
+            let schedule =
+                plan.replay.map { ScheduleText(strategy: $0.strategy, seed: $0.seed, choices: choices) }
+                ?? ScheduleText(
+                    strategy: plan.strategy,
+                    seed: plan.strategy == .dfs ? 0 : Exploration.scheduleSeed(plan.seed, index), choices: choices)
+            let violation = Violation(
+                invariant: .noHang, scenario: plan.scenario.name, seed: schedule.seed,
+                summary:
+                    "\(call) on the scheduler's only thread, which runs every job: nothing can signal it (deadlock)",
+                trace: ["after \(choices.count) step(s)"], occurrences: 1)
+            let outcome = Outcome(
+                schedules: plan.replay == nil ? finished.withLock { $0 } + 1 : 1, steps: choices.count, seconds: 0,
+                uncontrolledJobs: 0, schedule: schedule.description, failingAt: plan.replay == nil ? index + 1 : nil,
+                end: "deadlocked after \(choices.count) steps: the store called \(call) on the scheduler's thread",
+                violations: [violation])
+            Self.emit(outcome)
+        }
         let share = Exploration.share(of: plan.schedules ?? 1_000, job: plan.job, jobs: plan.jobs)
         var outcome: Outcome
         if let schedule = plan.replay {
@@ -99,10 +121,11 @@ public enum ExploreChild {
             }
         } else {
             let limit = plan.seconds.map { DurationText.duration(seconds: $0) }
-            let found = exploration.explore { schedules, elapsed in
-                if let limit { return schedules == 0 || elapsed < limit }
-                return schedules < share
-            }
+            let found = exploration.explore(
+                until: { schedules, elapsed in
+                    if let limit { return schedules == 0 || elapsed < limit }
+                    return schedules < share
+                }, progress: { outcome in finished.withLock { $0 = outcome.schedules } })
             // The failure printed is the found one shrunk to its fewest preemptions.
             // A generated program first loses the steps the failure does not need.
             let smaller = found.failing.map { $0.uncontrolledJobs == 0 ? exploration.shrinkProgram($0) : $0 }
@@ -139,6 +162,11 @@ public enum ExploreChild {
                 outcome.program = failing.program.isEmpty ? nil : failing.program
             }
         }
+        emit(outcome)
+    }
+
+    /// Writes what the child found, one JSON line, and ends the process.
+    static func emit(_ outcome: Outcome) -> Never {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let line = (try? encoder.encode(outcome)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
