@@ -36,7 +36,7 @@ void dispatch_retain(void *object);
 void dispatch_release(void *object);
 
 int (*sb_dispatch_hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t) = NULL;
-int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, int) = NULL;
+int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, sb_dispatch_wait_phase, int) = NULL;
 
 // libdispatch's definition of each, looked up once (a race stores the same value twice).
 #define REAL(name, ...)                                     \
@@ -74,13 +74,22 @@ void dispatch_group_notify(dispatch_group_t group, dispatch_queue_t queue, dispa
 }
 
 // The waits: one that would block asks the hook first (DISPATCH_TIME_NOW is 0, FOREVER all ones).
-#define SB_WAIT(name, kind, object, timeout)                                                   \
-    REAL_LONG(name)                                                                            \
-    if (!sb_dispatch_wait_hook) return real_##name(object, timeout);                          \
-    long ready = real_##name(object, 0);                                                       \
-    if (ready == 0 || timeout == 0) return ready;                                              \
-    if (sb_dispatch_wait_hook(kind, timeout == ~(dispatch_time_t)0)) return ready;             \
-    return real_##name(object, timeout);
+// On the driving thread, a thread the scheduler does not run may still end it: the wait goes on
+// for up to a second (or its own timeout, if sooner) before the hook hears it did not end.
+#define SB_WAIT(name, kind, object, timeout)                                                        \
+    REAL_LONG(name)                                                                                 \
+    if (!sb_dispatch_wait_hook) return real_##name(object, timeout);                               \
+    long ready = real_##name(object, 0);                                                            \
+    if (ready == 0 || timeout == 0) return ready;                                                   \
+    int forever = timeout == ~(dispatch_time_t)0;                                                   \
+    if (!sb_dispatch_wait_hook(kind, sb_dispatch_wait_would_block, forever))                        \
+        return real_##name(object, timeout);                                                        \
+    dispatch_time_t second = dispatch_time(0, 1000000000);                                          \
+    int sooner = !forever && !(timeout >> 63) && timeout < second;                                  \
+    ready = real_##name(object, sooner ? timeout : second);                                         \
+    sb_dispatch_wait_hook(kind, ready == 0 ? sb_dispatch_wait_ended_elsewhere : sb_dispatch_wait_never_ends, \
+                          forever);                                                                 \
+    return ready;
 
 #define REAL_LONG(name)                                                  \
     static long (*real_##name)(void *, dispatch_time_t) = NULL;          \
@@ -94,7 +103,7 @@ long dispatch_group_wait(void *group, dispatch_time_t timeout) {
     SB_WAIT(dispatch_group_wait, sb_dispatch_wait_group, group, timeout)
 }
 
-void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, int)) { sb_dispatch_wait_hook = hook; }
+void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, sb_dispatch_wait_phase, int)) { sb_dispatch_wait_hook = hook; }
 
 void sb_dispatch_real_sync(void *queue, sb_dispatch_block_t block) {
     REAL(dispatch_sync, dispatch_queue_t, dispatch_block_t)
@@ -147,8 +156,8 @@ void sb_dispatch_release(void *object) { dispatch_release(object); }
 #else
 // Elsewhere, and under ThreadSanitizer, Dispatch is left alone: explore drives tasks only.
 int (*sb_dispatch_hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t) = 0;
-int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, int) = 0;
-void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, int)) {}
+int (*sb_dispatch_wait_hook)(sb_dispatch_wait_kind, sb_dispatch_wait_phase, int) = 0;
+void sb_dispatch_set_wait_hook(int (*hook)(sb_dispatch_wait_kind, sb_dispatch_wait_phase, int)) {}
 void sb_dispatch_real_sync(void *queue, sb_dispatch_block_t block) {}
 void sb_dispatch_set_hook(int (*hook)(sb_dispatch_kind, void *, uint64_t, void *, sb_dispatch_block_t)) {}
 void sb_dispatch_real_barrier_sync(void *queue, sb_dispatch_block_t block) {}

@@ -33,6 +33,13 @@ extension SelfTestStores {
                 + "a pool of threads, a deadlock on one (self-test)",
             isReferenceBroken: true
         ) { SemaphoreBridgeStore(configuration: $0) },
+        StoreDescriptor(
+            name: "semaphore-thread",
+            summary:
+                "the mutex store, each read first waiting on a DispatchSemaphore that a Thread of its own signals "
+                + "(self-test)",
+            isReferenceBroken: true
+        ) { SemaphoreBridgeStore(configuration: $0, signalFromThread: true) },
     ]
 }
 
@@ -158,12 +165,21 @@ private final class ThreadHopStore: SessionStore {
 private final class SemaphoreBridgeStore: SessionStore {
     private let inner: MutexStore
     private let queue = DispatchQueue(label: "session-bench.self-test.bridge")
+    /// Whether a `Thread` signals instead: work the scheduler does not run, which can end the wait.
+    private let signalFromThread: Bool
 
-    init(configuration: SessionStoreConfiguration) { inner = MutexStore(configuration: configuration) }
+    init(configuration: SessionStoreConfiguration, signalFromThread: Bool = false) {
+        inner = MutexStore(configuration: configuration)
+        self.signalFromThread = signalFromThread
+    }
 
     func validToken() async throws(SessionError) -> AccessToken {
         let ready = DispatchSemaphore(value: 0)
-        queue.async { ready.signal() }
+        if signalFromThread {
+            Thread.detachNewThread { ready.signal() }
+        } else {
+            queue.async { ready.signal() }
+        }
         ready.wait()
         return try await inner.validToken()
     }

@@ -53,5 +53,13 @@ extension ExploreCommandTests {
         let replay = try #require(Self.replayArguments(in: found.stdout), "\(found.stdout)")
         let again = try await ToolProcess.run(replay + ["--quiet"], environment: Self.selfTest, timeout: 120)
         #expect(again.status == 1 && again.stdout.contains("DispatchSemaphore.wait()"), "\(again.stdout)")
+        // A wait that a thread the scheduler does not run ends is no deadlock: that work escaped it
+        // (UNCONTROLLED; a thread quick enough to signal before the wait leaves nothing to see).
+        let thread = try await ToolProcess.run(
+            ["explore", "--stores", "semaphore-thread", "--schedules", "5", "--quiet"], environment: Self.selfTest,
+            timeout: 120)
+        #expect(thread.status == 0, "\(thread.stdout)\(thread.stderr)")
+        let verdict = Self.row("semaphore-thread", in: thread.stdout).dropFirst().first
+        #expect(verdict == "UNCONTROLLED" || verdict == "pass", "\(thread.stdout)")
     }
 }

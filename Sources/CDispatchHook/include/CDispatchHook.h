@@ -35,15 +35,24 @@ typedef enum {
     sb_dispatch_wait_group = 2,
 } sb_dispatch_wait_kind;
 
-/// Set by the exploring process: called when a `dispatch_semaphore_wait` or `dispatch_group_wait`
-/// would block (it is not signalled yet), `forever` when it has no timeout. Returns 0 to let the
-/// wait block as Dispatch would; 1 when the thread is the one that runs every job (nothing can
-/// signal it while it waits): a timed wait then times out at once, and a wait for ever is the
-/// hook's to report (it does not return).
-extern int (*_Nullable sb_dispatch_wait_hook)(sb_dispatch_wait_kind kind, int forever);
+/// Where a wait stands when the hook hears of it.
+typedef enum {
+    /// It would block (it is not signalled yet): the hook answers 1 when this is the thread that
+    /// runs every job, 0 to let it block as Dispatch would.
+    sb_dispatch_wait_would_block = 0,
+    /// On that thread, something the scheduler does not run signalled it within a second.
+    sb_dispatch_wait_ended_elsewhere = 1,
+    /// On that thread, nothing did: a timed wait returns timed out; one with no timeout is the
+    /// hook's to report (it does not return).
+    sb_dispatch_wait_never_ends = 2,
+} sb_dispatch_wait_phase;
+
+/// Set by the exploring process: called for a `dispatch_semaphore_wait` or `dispatch_group_wait`
+/// that would block, `forever` when it has no timeout (see ``sb_dispatch_wait_phase``).
+extern int (*_Nullable sb_dispatch_wait_hook)(sb_dispatch_wait_kind kind, sb_dispatch_wait_phase phase, int forever);
 
 /// Sets ``sb_dispatch_wait_hook``.
-void sb_dispatch_set_wait_hook(int (*_Nullable hook)(sb_dispatch_wait_kind, int));
+void sb_dispatch_set_wait_hook(int (*_Nullable hook)(sb_dispatch_wait_kind, sb_dispatch_wait_phase, int));
 
 /// Dispatch's own entry points, past the hook: for the hook to run a block it took on its queue.
 void sb_dispatch_real_sync(void *_Nonnull queue, sb_dispatch_block_t _Nonnull block);

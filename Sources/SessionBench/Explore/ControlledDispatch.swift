@@ -1,4 +1,5 @@
 import CDispatchHook
+import Synchronization
 
 #if compiler(>=6.3) && os(Linux)
     /// Dispatch under the controlled scheduler: in the exploring process, every block a store hands
@@ -60,11 +61,18 @@ import CDispatchHook
         /// The wait hook: a semaphore or group wait that would block the driving thread, which
         /// runs every job, waits for what nothing can do. A timed one times out at once; one
         /// without a timeout is the deadlock it is, reported by name (``ControlledExecution/blocked``).
-        private static let wait: @convention(c) (sb_dispatch_wait_kind, Int32) -> Int32 = { kind, forever in
+        private static let wait: @convention(c) (sb_dispatch_wait_kind, sb_dispatch_wait_phase, Int32) -> Int32 = {
+            kind, phase, forever in
             guard ControlledExecutor.shared.isDriving else { return 0 }
-            if forever != 0 {
+            switch phase {
+            case sb_dispatch_wait_ended_elsewhere:
+                // A thread the scheduler does not run ended it: work out of its control.
+                ControlledExecutor.shared.offThread.add(1, ordering: .relaxed)
+            case sb_dispatch_wait_never_ends where forever != 0:
                 ControlledExecution.blocked(
                     kind == sb_dispatch_wait_semaphore ? "DispatchSemaphore.wait()" : "DispatchGroup.wait()")
+            default:
+                break
             }
             return 1
         }

@@ -106,16 +106,16 @@ public enum ControlledExecution {
 
     /// What the exploring process does when a job blocks the driving thread in a wait nothing can
     /// end (a `DispatchSemaphore.wait()` with no timeout): it hears the call's name and the choices
-    /// the schedule made so far, and reports the deadlock; it never returns. Unset, the process
-    /// stops with the call named on standard error.
-    nonisolated(unsafe) public static var onBlocked: ((_ call: String, _ choices: [Int]) -> Never)?
+    /// the schedule made so far (`nil`: a replayed schedule that no longer fits), and reports the
+    /// deadlock; it never returns. Unset, the process stops with the call named on standard error.
+    nonisolated(unsafe) public static var onBlocked: ((_ call: String, _ choices: [Int]?) -> Never)?
 
     /// Reports a wait on the driving thread that nothing can end (``onBlocked``).
     static func blocked(_ call: String) -> Never {
         #if compiler(>=6.3) && os(Linux)
-            let choices = ControlledExecutor.shared.choicesSoFar?() ?? []
+            let choices = ControlledExecutor.shared.choicesSoFar?() ?? nil
         #else
-            let choices: [Int] = []
+            let choices: [Int]? = nil
         #endif
         if let onBlocked { onBlocked(call, choices) }
         FileHandle.standardError.write(Data("explore: \(call) blocked the scheduler's only thread\n".utf8))
@@ -322,8 +322,9 @@ public enum ControlledExecution {
         var storeOnMainActor = false
         /// The schedule's clocks (``ControlledExecution/watch(_:)``): driving thread only.
         var watchedTimes: [ManualTime] = []
-        /// The choices the schedule being driven has made so far, when its chooser records them.
-        var choicesSoFar: (() -> [Int])?
+        /// The choices the schedule being driven has made so far, when its chooser records them;
+        /// `nil` once it could not follow its script.
+        var choicesSoFar: (() -> [Int]?)?
         /// Asks the schedule for a choice's value (``ControlledExecution/choose(_:)``) while a
         /// schedule is driven: called on the driving thread only.
         var pick: ((Int) -> Int)?
@@ -415,7 +416,7 @@ public enum ControlledExecution {
             // A choice asked from inside a job is one more step, chosen by the same chooser.
             let box = ChooserBox(chooser)
             defer { chooser = box.chooser }
-            choicesSoFar = { (box.chooser as? any RecordsChoices)?.choices ?? [] }
+            choicesSoFar = { box.diverged ? nil : (box.chooser as? any RecordsChoices)?.choices ?? [] }
             defer { choicesSoFar = nil }
             pick = { count in
                 let values = HeldJob.choice(of: count)

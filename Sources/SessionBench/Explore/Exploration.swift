@@ -181,7 +181,7 @@ public struct Exploration: Sendable {
                     if more { continue schedules }
                     break schedules
                 }
-                if case .diverged = run.end, !chooser.inner.pruned {
+                if case .diverged = run.end, !chooser.inner.pruned, run.uncontrolledJobs == 0 {
                     outcome.nondeterministic = true
                     break schedules
                 }

@@ -82,23 +82,7 @@ public enum ExploreChild {
         // stands: reported as the deadlock it is, with the schedule that reached it.
         let finished = Mutex(0)
         ControlledExecution.onBlocked = { call, choices in
-            let index = plan.replay == nil ? plan.job + finished.withLock { $0 } * plan.jobs : 0
-            let schedule =
-                plan.replay.map { ScheduleText(strategy: $0.strategy, seed: $0.seed, choices: choices) }
-                ?? ScheduleText(
-                    strategy: plan.strategy,
-                    seed: plan.strategy == .dfs ? 0 : Exploration.scheduleSeed(plan.seed, index), choices: choices)
-            let violation = Violation(
-                invariant: .noHang, scenario: plan.scenario.name, seed: schedule.seed,
-                summary:
-                    "\(call) on the scheduler's only thread, which runs every job: nothing can signal it (deadlock)",
-                trace: ["after \(choices.count) step(s)"], occurrences: 1)
-            let outcome = Outcome(
-                schedules: plan.replay == nil ? finished.withLock { $0 } + 1 : 1, steps: choices.count, seconds: 0,
-                uncontrolledJobs: 0, schedule: schedule.description, failingAt: plan.replay == nil ? index + 1 : nil,
-                end: "deadlocked after \(choices.count) steps: the store called \(call) on the scheduler's thread",
-                violations: [violation])
-            Self.emit(outcome)
+            emit(blockedOutcome(call, choices, plan: plan, finished: finished.withLock { $0 }))
         }
         let share = Exploration.share(of: plan.schedules ?? 1_000, job: plan.job, jobs: plan.jobs)
         var outcome: Outcome
@@ -127,42 +111,85 @@ public enum ExploreChild {
                     return schedules < share
                 }, progress: { outcome in finished.withLock { $0 = outcome.schedules } })
             // The failure printed is the found one shrunk to its fewest preemptions.
-            // A generated program first loses the steps the failure does not need.
+            // A generated program first loses the steps the failure does not need. A candidate
+            // that blocks the scheduler's thread is no smaller failure: the one found is printed.
+            ControlledExecution.onBlocked = { _, _ in
+                emit(Self.outcome(found, failing: found.failing, shrunk: nil, exploration: exploration, plan: plan))
+            }
             let smaller = found.failing.map { $0.uncontrolledJobs == 0 ? exploration.shrinkProgram($0) : $0 }
             let shrunk = smaller.flatMap { $0.uncontrolledJobs == 0 ? exploration.shrink($0) : nil }
-            let failing = shrunk?.run ?? smaller
-            outcome = Outcome(
-                schedules: found.schedules, steps: found.steps, seconds: found.seconds,
-                uncontrolledJobs: found.uncontrolledJobs, schedule: failing?.schedule.description,
-                failingAt: found.failingAt, end: failing.map { describe($0.end) },
-                violations: failing?.violations ?? [],
-                digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
-            outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
-            if plan.strategy == .dfs {
-                outcome.exhausted = found.exhausted
-                outcome.pruned = found.pruned
-            }
-            if found.nondeterministic {
-                outcome.verdict = .error
-                outcome.problem =
-                    "a schedule replayed down the search's path held other jobs than it did before: the program "
-                    + "does not do the same thing twice, so dfs cannot cover it (random and pct still judge it)"
-            }
-            outcome.coverage = Exploration.countsCoverage(exploration.scenario) ? found.coverage : nil
-            outcome.cancelPoints = found.cancelPoints.isEmpty ? nil : found.cancelPoints
-            if let shrunk {
-                outcome.preemptions = shrunk.run.preemptions
-                outcome.tasks = shrunk.run.tasks
-                outcome.foundPreemptions = shrunk.foundPreemptions
-                outcome.foundSteps = shrunk.foundSteps
-                outcome.shrinkTried = shrunk.tried
-            }
-            if let failing, !failing.violations.isEmpty {
-                outcome.interleaving = failing.interleaving()
-                outcome.program = failing.program.isEmpty ? nil : failing.program
-            }
+            outcome = Self.outcome(
+                found, failing: shrunk?.run ?? smaller, shrunk: shrunk, exploration: exploration, plan: plan)
         }
         emit(outcome)
+    }
+
+    /// What an exploration found, its failure (shrunk, when `shrunk`) printed.
+    static func outcome(
+        _ found: Exploration.Outcome, failing: Exploration.Run?, shrunk: Exploration.Shrunk?,
+        exploration: Exploration, plan: ExplorePlan
+    ) -> Outcome {
+        var outcome = Outcome(
+            schedules: found.schedules, steps: found.steps, seconds: found.seconds,
+            uncontrolledJobs: found.uncontrolledJobs, schedule: failing?.schedule.description,
+            failingAt: found.failingAt, end: failing.map { describe($0.end) },
+            violations: failing?.violations ?? [],
+            digest: failing.flatMap { Self.finished($0.end) ? String($0.digest, radix: 16) : nil })
+        outcome.known = found.known.isEmpty ? nil : found.known.sorted { $0.rawValue < $1.rawValue }
+        if plan.strategy == .dfs {
+            outcome.exhausted = found.exhausted
+            outcome.pruned = found.pruned
+        }
+        if found.nondeterministic {
+            outcome.verdict = .error
+            outcome.problem =
+                "a schedule replayed down the search's path held other jobs than it did before: the program "
+                + "does not do the same thing twice, so dfs cannot cover it (random and pct still judge it)"
+        }
+        outcome.coverage = Exploration.countsCoverage(exploration.scenario) ? found.coverage : nil
+        outcome.cancelPoints = found.cancelPoints.isEmpty ? nil : found.cancelPoints
+        if let shrunk {
+            outcome.preemptions = shrunk.run.preemptions
+            outcome.tasks = shrunk.run.tasks
+            outcome.foundPreemptions = shrunk.foundPreemptions
+            outcome.foundSteps = shrunk.foundSteps
+            outcome.shrinkTried = shrunk.tried
+        }
+        if let failing, !failing.violations.isEmpty {
+            outcome.interleaving = failing.interleaving()
+            outcome.program = failing.program.isEmpty ? nil : failing.program
+        }
+        return outcome
+    }
+
+    /// A schedule that blocked the scheduler's thread in a wait nothing can end (`choices`: what it
+    /// chose up to there; `nil`, a replay that no longer fits), after `finished` schedules.
+    static func blockedOutcome(_ call: String, _ choices: [Int]?, plan: ExplorePlan, finished: Int) -> Outcome {
+        let uncontrolled = ControlledExecution.uncontrolledJobs
+        guard let choices else {
+            var outcome = Outcome(
+                schedules: finished + 1, steps: 0, seconds: 0, uncontrolledJobs: uncontrolled, schedule: nil,
+                failingAt: nil, end: nil, violations: [])
+            outcome.verdict = .error
+            outcome.problem = "the schedule does not replay: it diverged before the store called \(call)"
+            return outcome
+        }
+        let index = plan.replay == nil ? plan.job + finished * plan.jobs : 0
+        let schedule =
+            plan.replay.map { ScheduleText(strategy: $0.strategy, seed: $0.seed, choices: choices) }
+            ?? ScheduleText(
+                strategy: plan.strategy, seed: plan.strategy == .dfs ? 0 : Exploration.scheduleSeed(plan.seed, index),
+                choices: choices)
+        let violation = Violation(
+            invariant: .noHang, scenario: plan.scenario.name, seed: schedule.seed,
+            summary: "\(call) on the scheduler's only thread, which runs every job: nothing can signal it (deadlock)",
+            trace: ["after \(choices.count) step(s)"], occurrences: 1)
+        return Outcome(
+            schedules: plan.replay == nil ? finished + 1 : 1, steps: choices.count, seconds: 0,
+            uncontrolledJobs: uncontrolled, schedule: schedule.description,
+            failingAt: plan.replay == nil ? index + 1 : nil,
+            end: "deadlocked after \(choices.count) steps: the store called \(call) on the scheduler's thread",
+            violations: [violation])
     }
 
     /// Writes what the child found, one JSON line, and ends the process.
