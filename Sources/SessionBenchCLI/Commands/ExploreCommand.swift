@@ -13,8 +13,10 @@ struct Explore: AsyncParsableCommand {
             Each store runs in a process of its own whose default executor runs one job at a time, in an \
             order the strategy picks; time moves only as the scheduler chooses (a Task.sleep is one more \
             choice). The first schedule that breaks an invariant is printed with the command that replays it. \
-            Stores whose work is resumed from other threads (a block on a Dispatch queue, a Thread) are \
-            reported UNCONTROLLED: exploring them says nothing. Scenarios: \
+            Dispatch blocks run as tasks of the schedule; stores whose work is resumed from threads the \
+            scheduler does not run (a Thread, a block handed over from another thread) are reported \
+            UNCONTROLLED: exploring them says nothing. --strategy dfs runs every schedule of a small program \
+            (e.g. --tasks 2 --rounds 1) and says when it has covered them all. Scenarios: \
             \(ExploreOptions.scenarioNames.joined(separator: ", ")).
 
             Exit status: 0 every explored store passed (or was UNCONTROLLED), 1 a violation was found or a \
