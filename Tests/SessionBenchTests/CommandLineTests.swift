@@ -150,7 +150,7 @@ struct CommandLineTests {
     @Test("JSON carries histograms and never a token or user id")
     func jsonHasEverythingButSecrets() async throws {
         let run = try await run(["compare", "--stores", "mutex", "--scenario", "user-switch,steady-reads", "--format", "json"] + Self.quick)
-        #expect(run.status == 0)
+        #expect(run.status == 0, "\(run.stderr)\(run.stdout.suffix(2_000))")
         let report = try JSONDecoder().decode(ResultsReport.self, from: Data(run.stdout.utf8))
         #expect(report.results.count == 2)
         #expect(report.results.allSatisfy { !$0.latencies.isEmpty && !$0.latencies[0].distribution.isEmpty })
