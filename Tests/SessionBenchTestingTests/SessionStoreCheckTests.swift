@@ -41,8 +41,10 @@ struct SessionStoreCheckTests {
         await withKnownIssue {
             await check.expectCorrect(naive)
         } matching: { issue in
+            // An invariant the store broke, or a run it left without a verdict (a wrong store may also
+            // strand its callers, as this one does when the machine is slow enough for the watchdog).
             let text = issue.comments.map(\.rawValue).joined()
-            return text.hasPrefix("I")
+            return (text.hasPrefix("I") || text.hasPrefix("no verdict"))
                 && text.contains("swift test --filter 'SessionBenchTestingTests.SessionStoreCheckTests/findingsAreIssues'")
         }
     }
