@@ -21,6 +21,9 @@ let package = Package(
         .library(name: "SessionBenchHTTP", targets: ["SessionBenchHTTP"]),
         .library(name: "SessionStoragePostgres", targets: ["SessionStoragePostgres"]),
         .executable(name: "session-bench", targets: ["session-bench"]),
+        // `swift package session-bench …` in a package that depends on this one (SwiftPM ignores a
+        // plugin product named like the executable, so the verb is what the user types).
+        .plugin(name: "SessionBenchPlugin", targets: ["SessionBenchPlugin"]),
     ],
     // The default build is what `compare` on the default scenarios and a user's tests need: the
     // stores, the harness, the oracle, the in-process server, the plain file backends. Each trait
@@ -172,6 +175,15 @@ let package = Package(
                 "SessionStorage",
             ],
             swiftSettings: imports),
+        // The command plugin: builds the package's executable that runs this command line with the
+        // package's own stores (or session-bench's own, built-in stores only, when there is none) and
+        // runs it with the user's arguments.
+        .plugin(
+            name: "SessionBenchPlugin",
+            capability: .command(
+                intent: .custom(
+                    verb: "session-bench",
+                    description: "Build and run session-bench's command line with this package's own stores."))),
         .testTarget(
             name: "SessionBenchTests",
             dependencies: [

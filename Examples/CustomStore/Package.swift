@@ -25,6 +25,8 @@ let package = Package(
         ),
         // The executable route: `swift run my-bench compare --stores app-store,mutex`, every
         // scenario (storage and crashes too) and every command, beside the built-in stores.
+        // `swift package session-bench compare --stores app-store,mutex` (session-bench's command
+        // plugin) finds this executable, builds it in release and runs it.
         .executableTarget(
             name: "my-bench",
             dependencies: ["AppSession", .product(name: "SessionBenchCLI", package: sessionBench)]
