@@ -118,3 +118,20 @@ extension OutputTarget {
             == URL(fileURLWithPath: other.path).standardizedFileURL.path
     }
 }
+
+extension OutputTarget {
+    /// `--output` of a command whose one file is an HTML report (`explore`, `check`): a path
+    /// ending in `.html` (or a device or FIFO), checked before anything runs.
+    static func html(_ path: String) throws(UsageError) -> OutputTarget {
+        let target = try plan(path)
+        guard target.kind != .standardOutput else {
+            throw UsageError("--output -: the table already goes to standard output; give an .html file")
+        }
+        let suffix = URL(fileURLWithPath: path).pathExtension.lowercased()
+        if case .replace = target.kind, suffix != "html", suffix != "htm" {
+            throw UsageError(
+                "--output '\(Printable.name(path))': this command writes an HTML report; give a path ending in .html")
+        }
+        return target
+    }
+}

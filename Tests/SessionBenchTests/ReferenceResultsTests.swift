@@ -10,12 +10,16 @@ struct ReferenceResultsTests {
 
     @Test("every CSV in results/ has the header the tool writes today")
     func headersMatch() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.results.path).filter { $0.hasSuffix(".csv") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.results.path).filter {
+            $0.hasSuffix(".csv")
+        }
         #expect(files.count >= 4)
         let header = ResultsReport.csvColumns.joined(separator: ",")
         for file in files {
             let text = try String(contentsOf: Self.results.appendingPathComponent(file), encoding: .utf8)
-            #expect(text.components(separatedBy: "\r\n").first == header, "\(file) was written by an older schema; rerun results/reproduce")
+            #expect(
+                text.components(separatedBy: "\r\n").first == header,
+                "\(file) was written by an older schema; rerun results/reproduce")
         }
     }
 
@@ -49,11 +53,23 @@ struct ReferenceResultsTests {
         #expect(findings.contains("commit \(commit)"), "FINDINGS.md is from another run; rerun results/findings")
     }
 
-    @Test("the charts made from them are checked in, with the machine they came from")
+    @Test("the charts and the page drawn from them are checked in, every chart FINDINGS.md shows among them")
     func chartsAndMachine() throws {
-        let charts = try FileManager.default.contentsOfDirectory(atPath: Self.results.appendingPathComponent("charts").path)
-            .filter { $0.hasSuffix(".png") }
+        let charts = try FileManager.default.contentsOfDirectory(
+            atPath: Self.results.appendingPathComponent("charts").path
+        )
+        .filter { $0.hasSuffix(".svg") }
         #expect(charts.count >= 4)
+        let findings = try String(contentsOf: Self.results.appendingPathComponent("FINDINGS.md"), encoding: .utf8)
+        let shown = findings.components(separatedBy: "](charts/").dropFirst().compactMap {
+            $0.split(separator: ")").first
+        }
+        #expect(shown.count >= 8)
+        for chart in shown {
+            #expect(charts.contains(String(chart)), "FINDINGS.md shows charts/\(chart), which is not there")
+        }
+        let page = try String(contentsOf: Self.results.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(page.hasPrefix("<!DOCTYPE html>") && page.contains("id=\"chart-compare-refreshes-expiry-storm\""))
         let machine = try String(contentsOf: Self.results.appendingPathComponent("machine.md"), encoding: .utf8)
         #expect(machine.contains("toolchain: Swift version"))
         #expect(machine.contains("commit: "))

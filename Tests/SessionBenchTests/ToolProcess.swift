@@ -65,7 +65,8 @@ enum ToolProcess {
         defer { if pipeWriter >= 0 { close(pipeWriter) } }
         switch stdout {
         case .file, .path:
-            let path = if case .path(let path) = stdout { path } else { directory.appendingPathComponent("stdout").path }
+            let path =
+                if case .path(let path) = stdout { path } else { directory.appendingPathComponent("stdout").path }
             posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         case .closed:
             posix_spawn_file_actions_addclose(&actions, 1)
@@ -77,7 +78,8 @@ enum ToolProcess {
             _ = fcntl(pipeWriter, F_SETFD, FD_CLOEXEC)
             posix_spawn_file_actions_adddup2(&actions, pipeWriter, 1)
         }
-        posix_spawn_file_actions_addopen(&actions, 2, directory.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(
+            &actions, 2, directory.appendingPathComponent("stderr").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let words = launcher + [executable.path] + arguments
         let argv = words.map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -103,24 +105,13 @@ enum ToolProcess {
     /// it past `timeout`. Not
     /// Foundation's `Process`: under ThreadSanitizer it can miss a child's exit and wait forever.
     static func run(
-        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], stdout: StandardOutput = .file,
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [],
+        stdout: StandardOutput = .file,
         timeout: Double = 120
     ) async throws -> Run {
         let started = Date()
         let (pid, directory) = try spawn(arguments, environment: environment, launcher: launcher, stdout: stdout)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(timeout)
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                Issue.record("session-bench \(arguments.joined(separator: " ")) ran past \(timeout)s and was killed")
-                break
-            }
-            // Waiting suspends: a test waiting on the tool must not hold a thread of the
-            // cooperative pool, which the in-process suites beside it need.
-            try? await Task.sleep(for: .milliseconds(2))
-        }
+        let status = await reap(pid, timeout: timeout, name: "session-bench \(arguments.joined(separator: " "))")
         let signaled = status & 0x7f != 0
         let exitStatus = signaled ? 128 + (status & 0x7f) : (status >> 8) & 0xff
         let out = directory.appendingPathComponent("stdout").path
@@ -132,10 +123,30 @@ enum ToolProcess {
             seconds: Date().timeIntervalSince(started))
     }
 
+    /// Waits for `pid` to exit, polling `waitpid` and suspending in between; kills it past `timeout`
+    /// and records that `name` ran too long. Its `waitpid` status.
+    static func reap(_ pid: pid_t, timeout: Double, name: String) async -> Int32 {
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(timeout)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                Issue.record("\(name) ran past \(timeout)s and was killed")
+                break
+            }
+            // Waiting suspends: a test waiting on a process must not hold a thread of the
+            // cooperative pool, which the in-process suites beside it need.
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return status
+    }
+
     /// Whether descriptors `a` and `b` are the same open file. (With SwiftNIO in the build,
     /// `struct stat`'s members are Dispatch's C module's, which this file imports.)
     static func sameFile(_ a: Int32, _ b: Int32) -> Bool {
-        var one = stat(), two = stat()
+        var one = stat()
+        var two = stat()
         guard fstat(a, &one) == 0, fstat(b, &two) == 0 else { return false }
         return one.st_ino == two.st_ino && one.st_dev == two.st_dev
     }
@@ -160,7 +171,9 @@ enum ToolProcess {
 
     /// Whether `pid` is still a live process (a zombie counts as gone).
     static func isAlive(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else {
             return false
         }
         return stat[stat.index(after: close)...].split(separator: " ").first != "Z"

@@ -146,8 +146,8 @@ public struct ThresholdCheck: Sendable {
 
     // MARK: Reports
 
-    /// Passing invariant checks fold into one row; everything else gets a row of its own.
-    public static func table(_ outcomes: [CheckOutcome]) -> String {
+    /// Passing invariant checks folded into one row, then every other check.
+    static func shown(_ outcomes: [CheckOutcome]) -> [CheckOutcome] {
         let heldInvariants = outcomes.filter { $0.source == "invariants" && $0.passed }
         var shown = outcomes.filter { !($0.source == "invariants" && $0.passed) }
         if !heldInvariants.isEmpty {
@@ -157,9 +157,14 @@ public struct ThresholdCheck: Sendable {
                     measured: "all held", passed: true, source: "invariants"),
                 at: 0)
         }
+        return shown
+    }
+
+    /// Passing invariant checks fold into one row; everything else gets a row of its own.
+    public static func table(_ outcomes: [CheckOutcome]) -> String {
         let rows =
             [["check", "limit", "measured", "result"]]
-            + shown.map { [$0.check, $0.limit, $0.measured, $0.passed ? "pass" : "FAIL"] }
+            + shown(outcomes).map { [$0.check, $0.limit, $0.measured, $0.passed ? "pass" : "FAIL"] }
         let failed = outcomes.filter { !$0.passed }
         var text = Format.aligned(rows) + "\n"
         text +=

@@ -22,6 +22,9 @@ public struct RunMetadata: Sendable, Codable {
     /// `compare`'s systematic search: what it ran, and the stores × scenarios it could not
     /// explore, one line each; `nil` when none ran.
     public var exploration: [String]?
+    /// The commit of the tool's source, where it is known: `SESSION_BENCH_COMMIT`, else the git
+    /// checkout the executable was built in; `nil` otherwise.
+    public var commit: String?
 
     public static func current(command: String) -> RunMetadata {
         let formatter = ISO8601DateFormatter()
@@ -34,7 +37,39 @@ public struct RunMetadata: Sendable, Codable {
         return RunMetadata(
             tool: "session-bench \(ResultsReport.toolVersion)", command: command, date: formatter.string(from: Date()),
             cores: ProcessInfo.processInfo.activeProcessorCount, system: system,
-            allocationCounting: "", sampleClock: SampleClock.shared.summary, cpuModel: cpuModel())
+            allocationCounting: "", sampleClock: SampleClock.shared.summary, cpuModel: cpuModel(),
+            commit: sourceCommit())
+    }
+
+    /// `SESSION_BENCH_COMMIT` if set, else the short commit of the git checkout holding the
+    /// executable (a `swift build` in a clone), with ` (modified)` when its tree has changes.
+    static func sourceCommit() -> String? {
+        if let given = ProcessInfo.processInfo.environment["SESSION_BENCH_COMMIT"], !given.isEmpty { return given }
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        // The checkout is the nearest folder above the executable holding `.git`.
+        while directory.path != "/" {
+            if FileManager.default.fileExists(atPath: directory.appendingPathComponent(".git").path) { break }
+            directory.deleteLastPathComponent()
+        }
+        guard directory.path != "/" else { return nil }
+        func git(_ arguments: [String]) -> (status: Int32, output: String)? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["git", "-C", directory.path] + arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return nil }
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+        guard let head = git(["rev-parse", "--short=12", "HEAD"]), head.status == 0 else { return nil }
+        let commit = head.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !commit.isEmpty else { return nil }
+        let dirty = git(["status", "--porcelain", "--untracked-files=no"]).map { !$0.output.isEmpty } ?? false
+        return commit + (dirty ? " (modified)" : "")
     }
 
     /// The first `model name` in `/proc/cpuinfo` (Linux on x86), else its `CPU implementer`

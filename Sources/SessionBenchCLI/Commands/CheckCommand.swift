@@ -27,6 +27,14 @@ struct Check: AsyncParsableCommand {
     @Option(name: .long, help: "Output format: table or json.")
     var format: CheckFormat = .table
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also write the checks and the run's results to this HTML file (charts, violations, replay commands).",
+            discussion: "One self-contained page, written whole or not at all; the table still goes to standard output."
+        ))
+    var output: String?
+
     @OptionGroup var execution: ExecutionOptions
 
     @Flag(name: .long, help: "Check the thresholds file and print what would run, then exit without running anything.")
@@ -35,6 +43,12 @@ struct Check: AsyncParsableCommand {
     enum CheckFormat: String, ExpressibleByArgument, CaseIterable { case table, json }
 
     func validate() throws {
+        if let output {
+            _ = try OutputTarget.html(output)
+            guard !update else { throw UsageError("--update rewrites the thresholds file: leave out --output") }
+            try OutputOverlap.check(
+                outputs: [("--output", try OutputTarget.plan(output))], inputs: [("--thresholds", thresholds)])
+        }
         if update {
             let target = try OutputTarget.plan(thresholds, option: "--thresholds")
             guard case .replace = target.kind else {
@@ -84,7 +98,11 @@ struct Check: AsyncParsableCommand {
             text = String(decoding: try encoder.encode(outcomes), as: UTF8.self) + "\n"
         }
         // Standard output is the check's output: a write that fails is exit 2, never a silent pass.
-        try OutputWriter.write([(OutputWriter.standardOutput, text)])
+        var outputs = [(OutputWriter.standardOutput, text)]
+        let page = try output.map(OutputTarget.html)
+        if let page { outputs.append((page, ThresholdCheck.html(outcomes, results: results, file: thresholds))) }
+        try OutputWriter.write(outputs)
+        if let page, !execution.quiet { Log.progress("wrote html to \(Printable.name(page.path))") }
         if outcomes.contains(where: { !$0.passed }) { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 

@@ -127,7 +127,17 @@ struct Compare: AsyncParsableCommand {
         // The saved baseline is one more output: written with the others, or none is — and then
         // no folder made for it stays either.
         do {
-            try output.emit(report, quiet: run.execution.quiet, also: baselineOutput)
+            let (run, expect) = (self.run, self.expect)
+            try output.emit(
+                report, quiet: run.execution.quiet, also: baselineOutput,
+                rerun: { result in
+                    guard let store = stores.first(where: { $0.name == result.store }),
+                        let scenario = Execution.scenarios(scenarios, for: store).first(where: {
+                            $0.name == result.scenario
+                        })
+                    else { return nil }
+                    return run.reproduce(store, scenario, expect: expect.path)
+                })
         } catch {
             Baselines.removeFolders(madeFolders)
             throw error

@@ -25,8 +25,20 @@ struct Explore: AsyncParsableCommand {
 
     @OptionGroup var options: ExploreOptions
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also write the report to this HTML file: each violation with its events, the interleaving and the replay command.",
+            discussion: "One self-contained page (no script, nothing fetched), written whole or not at all."))
+    var output: String?
+
+    func validate() throws {
+        if let output { _ = try OutputTarget.html(output) }
+    }
+
     mutating func run() async throws {
         let plan = try options.plan()
+        let page = try output.map(OutputTarget.html)
         var report = ExploreReport(plan: plan)
         if !options.quiet { Log.progress(report.heading) }
         for store in plan.stores {
@@ -36,7 +48,10 @@ struct Explore: AsyncParsableCommand {
                 Log.progress("explore: \(store): \(outcome.schedules) schedule(s), \(report.verdict(outcome))")
             }
         }
-        try OutputWriter.write([(OutputWriter.standardOutput, report.text())])
+        var outputs = [(OutputWriter.standardOutput, report.text())]
+        if let page { outputs.append((page, report.html())) }
+        try OutputWriter.write(outputs)
+        if let page, !options.quiet { Log.progress("wrote html to \(Printable.name(page.path))") }
         if report.anyError { throw ExitCode(ExitStatus.usage.rawValue) }
         if report.anyViolated { throw ExitCode(ExitStatus.failed.rawValue) }
     }

@@ -10,7 +10,7 @@ public struct SessionBenchCommand: AsyncParsableCommand {
         abstract: "Check session-token stores for concurrency bugs and measure what each costs.",
         discussion: exitStatusHelp,
         subcommands: [
-            Compare.self, List.self, Sweep.self, Stress.self, Check.self, Explore.self, Serve.self, RunStore.self,
+            Compare.self, List.self, Sweep.self, Stress.self, Check.self, Explore.self, Report.self, Serve.self, RunStore.self,
             SessionProcessCommand.self, ExploreRunCommand.self,
         ],
         defaultSubcommand: Compare.self

@@ -50,6 +50,7 @@ struct Stress: AsyncParsableCommand {
         // With --for alone, iterations go on until the time is up.
         let limit = iterations ?? (timeLimit == nil ? 10 : Int.max)
         var all: [ScenarioResult] = []
+        var reruns: [String: String] = [:]
         var iteration = 0
         while iteration < limit {
             // However short --for is, one iteration runs: a stress run that ran nothing must not pass.
@@ -68,9 +69,10 @@ struct Stress: AsyncParsableCommand {
                 guard let scenario = scenarios.first(where: { $0.name == result.scenario }),
                     let store = stores.first(where: { $0.name == result.store })
                 else { continue }
+                let command = reproduce(store, scenario)
+                reruns[Self.key(result)] = command
                 Log.progress(
-                    "  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — "
-                        + "reproduce with: \(reproduce(store, scenario))")
+                    "  \(result.store) × \(result.scenario): \(result.verdict.rawValue) — reproduce with: \(command)")
             }
             all += results
             iteration += 1
@@ -95,7 +97,7 @@ struct Stress: AsyncParsableCommand {
         }
         var report = ResultsReport(results: all, metadata: .current(command: "stress"))
         if let expectations { report.expectations = .init(file: expectations.path, stale: stale) }
-        try output.emit(report, quiet: run.execution.quiet)
+        try output.emit(report, quiet: run.execution.quiet, rerun: { reruns[Self.key($0)] })
         if failures > 0 || !stale.isEmpty { throw ExitCode(ExitStatus.failed.rawValue) }
     }
 
@@ -112,40 +114,16 @@ struct Stress: AsyncParsableCommand {
         return ScenarioOverrides(tasks: tasks, rounds: rounds, seed: seed).applied(to: scenario)
     }
 
-    /// The `compare` command that runs exactly this store × scenario again: the iteration's
-    /// seed, crowd and rounds, and every other option of this run that changes what runs or how
-    /// it is judged, as given. Only what `compare` has no use for is left out: the iterations and
-    /// `--for` (stress's own loop), and where results go (`--format`, `--output`,
-    /// `--append-output`, `--quiet`, `--dry-run`).
+    /// A run among every iteration's: its store, scenario and seed.
+    static func key(_ result: ScenarioResult) -> String { "\(result.store)\u{0}\(result.scenario)\u{0}\(result.seed)" }
+
+    /// The `compare` command that runs exactly this store × scenario again (``RunOptions/reproduce``).
     func reproduce(_ store: StoreDescriptor, _ scenario: Scenario) -> String {
-        let program = URL(fileURLWithPath: CommandLine.arguments.first ?? "session-bench").lastPathComponent
-        var words = [
-            program, "compare", "--stores", store.name, "--scenario", scenario.name, "--seed", "\(scenario.seed)",
-            "--tasks", "\(scenario.tasks)",
-        ]
-        if scenario.isRoundBased {
-            words += ["--rounds", "\(scenario.rounds)"]
-        } else if let rounds = run.rounds {
-            words += ["--rounds", "\(rounds)"]
-        }
-        if let duration = run.duration { words += ["--duration", duration.text] }
-        if let rate = run.rate { words += ["--rate", Self.argument(rate)] }
-        if let replicas = scenario.replicas ?? run.replicas { words += ["--replicas", "\(replicas)"] }
-        if let pace = run.pace { words += ["--pace", pace.text] }
-        if let syncThreads = scenario.syncThreads ?? run.syncThreads { words += ["--sync-threads", "\(syncThreads)"] }
-        if let timeout = run.execution.hangTimeoutOption { words += ["--hang-timeout", Self.argument(timeout)] }
-        if store.isReferenceBroken || run.includeBroken { words.append("--include-broken") }
-        if let cpus = run.cpus { words += ["--cpus", CPUPlacement.text(cpus)] }
-        if let allocator = run.allocator { words += ["--allocator", allocator.rawValue] }
-        if let counter = run.allocationCounter { words += ["--allocation-counter", counter.rawValue] }
-        if run.execution.inProcess { words.append("--in-process") }
-        if run.execution.transport != .inProcess { words += ["--transport", run.execution.transport.rawValue] }
-        if let path = expect.path { words += ["--expect", path] }
-        return words.map(ShellWord.quoted).joined(separator: " ")
+        run.reproduce(store, scenario, expect: expect.path)
     }
 
     /// `value` as the command line reads it back, exactly: `500`, `0.75`.
-    private static func argument(_ value: Double) -> String {
+    static func argument(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
     }
 }

@@ -11,7 +11,7 @@ struct Sweep: AsyncParsableCommand {
         discussion: """
             Every repeat passes over every value; at each point every store runs once, in an order \
             rotated from point to point, so drift in the machine lands on all stores alike. The table \
-            shows medians over repeats; --format csv gives every run, for charts (results/plot).
+            shows medians over repeats; --format csv gives every run; --output sweep.html draws it.
 
             \(exitStatusHelp)
             """)

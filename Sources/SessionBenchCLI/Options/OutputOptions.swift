@@ -13,6 +13,8 @@ struct OutputOptions: ParsableArguments {
         /// github-action-benchmark's custom JSON, `customSmallerIsBetter` and `customBiggerIsBetter`.
         case githubSmaller = "github-smaller"
         case githubBigger = "github-bigger"
+        /// One self-contained page: charts drawn inline, each violation with its events and replay.
+        case html
 
         /// The four formats every report has (the exports need a run's results).
         static let reports: [Format] = [.table, .csv, .json, .markdown]
@@ -27,8 +29,8 @@ struct OutputOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             """
-            Also write the results to this file; repeat for several. A .csv, .json, .md or .xml (JUnit) file gets \
-            that format, any other --format; FORMAT:PATH names the format, e.g. junit:report.xml, \
+            Also write the results to this file; repeat for several. A .csv, .json, .md, .html or .xml (JUnit) \
+            file gets that format, any other --format; FORMAT:PATH names the format, e.g. junit:report.xml, \
             bencher:bmf.json, github-smaller:latency.json; - writes --format to standard output.
             """,
             discussion: """
@@ -97,6 +99,7 @@ struct OutputOptions: ParsableArguments {
         case "json": .json
         case "md": .markdown
         case "xml": .junit
+        case "html", "htm": .html
         default: format
         }
     }
@@ -106,7 +109,9 @@ struct OutputOptions: ParsableArguments {
     func appendTargets() throws(UsageError) -> [OutputTarget] {
         var targets: [OutputTarget] = []
         for path in appendOutput {
-            guard path != "-" else { throw UsageError("--append-output needs a file; use --output - for standard output") }
+            guard path != "-" else {
+                throw UsageError("--append-output needs a file; use --output - for standard output")
+            }
             let target: OutputTarget
             var info = stat()
             if !path.isEmpty, stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
@@ -121,7 +126,8 @@ struct OutputOptions: ParsableArguments {
             } else {
                 target = try OutputTarget.plan(path, option: "--append-output")
             }
-            if let earlier = (try destinations().map(\.target) + targets).first(where: { $0.writesSameFile(as: target) }) {
+            if let earlier = (try destinations().map(\.target) + targets).first(where: { $0.writesSameFile(as: target) }
+            ) {
                 throw UsageError(
                     "--append-output '\(Printable.name(path))' names the same file as '\(Printable.name(earlier.path))'; "
                         + "give each output once")
@@ -139,7 +145,7 @@ extension OutputOptions {
     /// person watching; unless `quiet`, a line on standard error names each file written.
     func emit(
         _ report: ResultsReport, quiet: Bool, also: [(target: OutputTarget, text: String)] = [],
-        table: (ResultsReport) -> String = { $0.table() }
+        table: (ResultsReport) -> String = { $0.table() }, rerun: (ScenarioResult) -> String? = { _ in nil }
     ) throws {
         func render(_ format: Format) throws -> String {
             switch format {
@@ -151,6 +157,7 @@ extension OutputOptions {
             case .bencher: try report.bencherMetrics()
             case .githubSmaller: try report.githubBenchmark(.smaller)
             case .githubBigger: try report.githubBenchmark(.bigger)
+            case .html: report.html(rerun: rerun)
             }
         }
         let destinations = try destinations()
@@ -193,7 +200,8 @@ enum OutputOverlap {
                         + "\(earlier.option) '\(Printable.name(earlier.target.path))'; give each output once")
             }
             let asRead = OutputTarget(path: output.target.path, kind: .direct)
-            if let input = inputs.first(where: { asRead.writesSameFile(as: OutputTarget(path: $0.path, kind: .direct)) }) {
+            if let input = inputs.first(where: { asRead.writesSameFile(as: OutputTarget(path: $0.path, kind: .direct)) }
+            ) {
                 throw UsageError(
                     "\(output.option) '\(Printable.name(output.target.path))' names the same file as "
                         + "\(input.option) '\(Printable.name(input.path))', which this run reads; write elsewhere")
