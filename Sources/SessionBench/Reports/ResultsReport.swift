@@ -41,35 +41,56 @@ public struct RunMetadata: Sendable, Codable {
             commit: sourceCommit())
     }
 
-    /// `SESSION_BENCH_COMMIT` if set, else the short commit of the git checkout holding the
-    /// executable (a `swift build` in a clone), with ` (modified)` when its tree has changes.
+    /// `SESSION_BENCH_COMMIT` if set, else the commit checked out in the git repository that holds
+    /// the executable (a `swift build` in a clone), read from its files: no process is started.
     static func sourceCommit() -> String? {
         if let given = ProcessInfo.processInfo.environment["SESSION_BENCH_COMMIT"], !given.isEmpty { return given }
         let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
         var directory = executable.deletingLastPathComponent()
-        // The checkout is the nearest folder above the executable holding `.git`.
         while directory.path != "/" {
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent(".git").path) { break }
+            let dotGit = directory.appendingPathComponent(".git")
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dotGit.path, isDirectory: &isDirectory) {
+                // A worktree's `.git` is a file naming its git directory.
+                if !isDirectory.boolValue {
+                    guard let text = try? String(contentsOf: dotGit, encoding: .utf8), text.hasPrefix("gitdir: ") else {
+                        return nil
+                    }
+                    let path = text.dropFirst("gitdir: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+                    return commit(in: URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL)
+                }
+                return commit(in: dotGit)
+            }
             directory.deleteLastPathComponent()
         }
-        guard directory.path != "/" else { return nil }
-        func git(_ arguments: [String]) -> (status: Int32, output: String)? {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["git", "-C", directory.path] + arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return nil }
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return nil
+    }
+
+    /// The commit `HEAD` names in the git directory `git`, shortened to 12 digits.
+    static func commit(in git: URL) -> String? {
+        func read(_ path: String) -> String? {
+            (try? String(contentsOf: git.appendingPathComponent(path), encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        guard let head = git(["rev-parse", "--short=12", "HEAD"]), head.status == 0 else { return nil }
-        let commit = head.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !commit.isEmpty else { return nil }
-        let dirty = git(["status", "--porcelain", "--untracked-files=no"]).map { !$0.output.isEmpty } ?? false
-        return commit + (dirty ? " (modified)" : "")
+        guard let head = read("HEAD") else { return nil }
+        var hash = head
+        if head.hasPrefix("ref: ") {
+            let reference = String(head.dropFirst("ref: ".count))
+            // A worktree keeps its refs in the common git directory.
+            let common = read("commondir").map { git.appendingPathComponent($0).standardizedFileURL } ?? git
+            func readCommon(_ path: String) -> String? {
+                (try? String(contentsOf: common.appendingPathComponent(path), encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            guard
+                let resolved = read(reference) ?? readCommon(reference)
+                    ?? readCommon("packed-refs")?.split(separator: "\n").first(where: { $0.hasSuffix(" \(reference)") })
+                    .map({ String($0.prefix { $0 != " " }) })
+            else { return nil }
+            hash = resolved
+        }
+        guard hash.count >= 12, hash.allSatisfy(\.isHexDigit) else { return nil }
+        return String(hash.prefix(12))
     }
 
     /// The first `model name` in `/proc/cpuinfo` (Linux on x86), else its `CPU implementer`
