@@ -27,6 +27,17 @@ let package = Package(
             path: "Benchmarks/SessionStoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Where a synchronous read's time goes, piece by piece against the plain-load floor (not a
+        // benchmark of the suite: `swift run -c release --package-path Benchmarks sync-read-breakdown`).
+        .executableTarget(
+            name: "sync-read-breakdown",
+            dependencies: [
+                .product(name: "SessionContract", package: sessionBench),
+                .product(name: "SessionStores", package: sessionBench),
+                .product(name: "TokenServer", package: sessionBench),
+            ],
+            path: "Probes/SyncReadBreakdown"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,7 +8,7 @@ extension ResultsReport {
     /// - Parameters:
     ///   - rerun: the command that runs a result's store × scenario again, where the caller knows
     ///     it (the command line's options); `nil` leaves it out.
-    ///   - extra: more sections, placed before the tables (a gate's checks).
+    ///   - extra: sections of the command's own, placed first (a gate's checks).
     public func html(
         title: String? = nil, rerun: (ScenarioResult) -> String? = { _ in nil },
         extra: (inout HTMLPage) -> Void = { _ in }
@@ -21,11 +21,11 @@ extension ResultsReport {
             + "\(view.scenarioNames.count) scenario(s): "
             + (failed.isEmpty ? "every run passed" : "\(failed.count) did not pass")
             + (view.results.contains { $0.verdict == .known } ? " (known violations count as passed)" : "")
+        extra(&page)
         if !failed.isEmpty || expectations.map({ !$0.stale.isEmpty }) == true {
             page.heading("What failed", id: "problems")
             problemsHTML(failed, rerun: rerun, into: &page)
         }
-        extra(&page)
         let charts = charts()
         if !charts.isEmpty {
             page.heading("Charts", id: "charts")
