@@ -41,6 +41,26 @@ final class ClockedLoad: SynchronousTokenReading, @unchecked Sendable {
     func signOut() async {}
 }
 
+/// The floor plus `clock_gettime(CLOCK_MONOTONIC_COARSE)` called directly and the same compare:
+/// what the clock read costs without ``TokenClock`` around it.
+final class DirectClockLoad: SynchronousTokenReading, @unchecked Sendable {
+    let token: AccessToken
+    let freshUntil: Int64
+    init(token: AccessToken) {
+        self.token = token
+        freshUntil = token.expiresAt.nanoseconds - 5_000_000_000
+    }
+    func currentToken() -> AccessToken? {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &spec)
+        return Int64(spec.tv_sec) &* 1_000_000_000 &+ Int64(spec.tv_nsec) < freshUntil ? token : nil
+    }
+    func validToken() async throws(SessionError) -> AccessToken { token }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
+    func signIn(_ credentials: Credentials) async throws(SessionError) {}
+    func signOut() async {}
+}
+
 /// The clocked load plus a shared version checked with an acquire load, as a per-thread copy is
 /// checked against its publisher's version.
 final class VersionedLoad: SynchronousTokenReading, @unchecked Sendable {
@@ -122,6 +142,7 @@ let mutex = try await signedIn("mutex")
 let template = lockFree.currentToken()!
 let variants: [(String, @Sendable (Int) -> any SynchronousTokenReading)] = [
     ("plain load (the floor)", { _ in PlainLoad(token: template.unsharedCopy()) }),
+    ("+ clock_gettime(COARSE), compare", { _ in DirectClockLoad(token: template.unsharedCopy()) }),
     ("+ coarse clock read and compare", { _ in ClockedLoad(token: template.unsharedCopy(), clock: clock) }),
     ("+ shared version, acquire load", { _ in VersionedLoad(token: template.unsharedCopy(), clock: clock) }),
     ("lock-free-read", { _ in lockFree }),

@@ -23,12 +23,22 @@ public enum ControlledExecution {
     /// Whether ``install()`` made the controlled executor the default one.
     public static var isInstalled: Bool { installed.load(ordering: .acquiring) }
     private static let installed = Atomic(false)
+    /// The main thread (`pthread_self` there), noted by ``install()``, which runs on it.
+    private static let mainThread = Atomic<UInt>(0)
+
+    /// Whether the calling thread is the process's main thread: a compare, where Foundation's
+    /// `Thread.isMainThread` makes two system calls on Linux, on every step of every schedule.
+    static var isMainThread: Bool {
+        let main = mainThread.load(ordering: .relaxed)
+        return main == 0 ? Thread.isMainThread : UInt(pthread_self()) == main
+    }
 
     /// Makes the controlled executor the process's default executor. Call before any task
     /// exists (first thing in `main`); returns `false` where this build cannot.
     @discardableResult
     public static func install() -> Bool {
         #if compiler(>=6.3) && os(Linux)
+            if Thread.isMainThread { mainThread.store(UInt(pthread_self()), ordering: .relaxed) }
             _createExecutors(factory: ControlledFactory.self)
             ControlledDispatch.install()
             StepTouches.hear = { touch($0) }
@@ -186,11 +196,12 @@ public enum ControlledExecution {
 
         func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 
-        func isIsolatingCurrentContext() -> Bool? { Thread.isMainThread }
+        func isIsolatingCurrentContext() -> Bool? { ControlledExecution.isMainThread }
 
         func checkIsolated() {
             precondition(
-                Thread.isMainThread, "Internal inconsistency: main-actor code off the main thread while exploring")
+                ControlledExecution.isMainThread,
+                "Internal inconsistency: main-actor code off the main thread while exploring")
         }
 
         /// The exploring process never runs the main loop: the driver runs every job itself.
@@ -416,7 +427,7 @@ public enum ControlledExecution {
                 var (jobs, at) = held.withLock { $0.enabled() }
                 // A task that settles waits for the main queue's blocks too: they run now, and
                 // whatever they resume is held before it.
-                if Thread.isMainThread, jobs.contains(where: \.settles) {
+                if ControlledExecution.isMainThread, jobs.contains(where: \.settles) {
                     _ = RunLoop.main.run(mode: .default, before: Date())
                     (jobs, at) = held.withLock { $0.enabled() }
                 }
@@ -426,7 +437,7 @@ public enum ControlledExecution {
                     // whatever they resume is held here), then wait a while for a job from another thread.
                     let until = ContinuousClock.now + quiet
                     while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
-                        if Thread.isMainThread { _ = RunLoop.main.run(mode: .default, before: Date()) }
+                        if ControlledExecution.isMainThread { _ = RunLoop.main.run(mode: .default, before: Date()) }
                         (jobs, at) = held.withLock { $0.enabled() }
                         if !jobs.isEmpty { break }
                         usleep(200)
