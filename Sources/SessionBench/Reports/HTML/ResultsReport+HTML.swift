@@ -24,6 +24,18 @@ extension ResultsReport {
         extra(&page)
         if !failed.isEmpty || expectations.map({ !$0.stale.isEmpty }) == true {
             page.heading("What failed", id: "problems")
+            if failed.count > 3 {
+                // Many failures: the list first, so a reader sees them all before the first box.
+                page.table(
+                    ["store", "scenario", "verdict", "first finding"],
+                    failed.map { result in
+                        [
+                            result.store, result.scenario, Self.verdictText(result),
+                            result.violations.first.map { "\($0.invariant): \($0.summary)" } ?? result.hang?.summary
+                                ?? result.failure ?? "",
+                        ]
+                    })
+            }
             problemsHTML(failed, rerun: rerun, into: &page)
         }
         let charts = charts()
