@@ -45,7 +45,8 @@ struct SessionStoreCheckTests {
             // strand its callers, as this one does when the machine is slow enough for the watchdog).
             let text = issue.comments.map(\.rawValue).joined()
             return (text.hasPrefix("I") || text.hasPrefix("no verdict"))
-                && text.contains("swift test --filter 'SessionBenchTestingTests.SessionStoreCheckTests/findingsAreIssues'")
+                && text.contains(
+                    "swift test --filter 'SessionBenchTestingTests.SessionStoreCheckTests/findingsAreIssues'")
         }
     }
 
@@ -85,16 +86,26 @@ struct SessionStoreCheckTests {
         let naive = try #require(StoreCatalog.named("actor-naive"))
         let known = Expectations([
             .init(store: "actor-naive", invariant: .singleFlight, reason: "re-entrant across await", sometimes: true),
-            .init(store: "actor-naive", invariant: .noReuse, reason: "follows from the double refresh", sometimes: true),
-            .init(store: "actor-naive", invariant: .revocationFinal, reason: "refreshes a refused session", sometimes: true),
+            .init(
+                store: "actor-naive", invariant: .noReuse, reason: "follows from the double refresh", sometimes: true),
+            .init(
+                store: "actor-naive", invariant: .revocationFinal, reason: "refreshes a refused session",
+                sometimes: true),
             .init(store: "actor-naive", invariant: .sessionKept, reason: "told 'revoked' wrongly", sometimes: true),
             .init(store: "actor-naive", invariant: .monotonic, scenario: "expiry-storm", reason: "never happens"),
         ])
         var check = SessionStoreCheck(scenarios: ["expiry-storm"], rounds: 3, environment: [:])
         check.expectations = known
-        let (_, findings) = await check.run(naive) { _ in "" }
+        var (_, findings) = await check.run(naive) { _ in "" }
+        // A run left without a verdict (this wrong store strands its callers when a sanitized build
+        // beside other suites is slow enough for the watchdog) says nothing of what did not happen:
+        // such a run is run again, up to twice.
+        for _ in 0..<2 where findings.contains(where: { $0.invariant == nil }) {
+            (_, findings) = await check.run(naive) { _ in "" }
+        }
         let excused: Set<Invariant> = [.singleFlight, .noReuse, .revocationFinal, .sessionKept]
         #expect(!findings.contains { $0.invariant.map(excused.contains) ?? false }, "\(findings)")
-        #expect(findings.contains { $0.invariant == .monotonic && $0.summary.contains("did not happen") }, "\(findings)")
+        #expect(
+            findings.contains { $0.invariant == .monotonic && $0.summary.contains("did not happen") }, "\(findings)")
     }
 }
