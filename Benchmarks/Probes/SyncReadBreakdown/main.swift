@@ -11,21 +11,30 @@ import SessionStores
 import Synchronization
 import TokenServer
 
-/// The floor: a token in the reading thread's own object, returned with no synchronization
-/// (as the tool's sync-read floor, `PlainLoad`).
-final class PlainLoad: SynchronousTokenReading, @unchecked Sendable {
-    let token: AccessToken
-    init(token: AccessToken) { self.token = token }
-    func currentToken() -> AccessToken? { token }
+/// A reader of the probe: only `currentToken()` is measured; the rest of the store answers with
+/// its one token.
+protocol ProbeReader: SynchronousTokenReading {
+    var token: AccessToken { get }
+}
+
+extension ProbeReader {
     func validToken() async throws(SessionError) -> AccessToken { token }
     func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
     func signIn(_ credentials: Credentials) async throws(SessionError) {}
     func signOut() async {}
 }
 
+/// The floor: a token in the reading thread's own object, returned with no synchronization
+/// (as the tool's sync-read floor, `PlainLoad`).
+final class PlainLoad: ProbeReader, @unchecked Sendable {
+    let token: AccessToken
+    init(token: AccessToken) { self.token = token }
+    func currentToken() -> AccessToken? { token }
+}
+
 /// The floor plus the clock read and the fresh-until compare the contract needs: a token
 /// within the refresh skew is not handed out.
-final class ClockedLoad: SynchronousTokenReading, @unchecked Sendable {
+final class ClockedLoad: ProbeReader, @unchecked Sendable {
     let token: AccessToken
     let freshUntil: Int64
     let clock: TokenClock
@@ -35,15 +44,11 @@ final class ClockedLoad: SynchronousTokenReading, @unchecked Sendable {
         freshUntil = token.expiresAt.nanoseconds - 5_000_000_000
     }
     func currentToken() -> AccessToken? { clock.now().nanoseconds < freshUntil ? token : nil }
-    func validToken() async throws(SessionError) -> AccessToken { token }
-    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
-    func signIn(_ credentials: Credentials) async throws(SessionError) {}
-    func signOut() async {}
 }
 
 /// The floor plus `clock_gettime(CLOCK_MONOTONIC_COARSE)` called directly and the same compare:
 /// what the clock read costs without ``TokenClock`` around it.
-final class DirectClockLoad: SynchronousTokenReading, @unchecked Sendable {
+final class DirectClockLoad: ProbeReader, @unchecked Sendable {
     let token: AccessToken
     let freshUntil: Int64
     init(token: AccessToken) {
@@ -55,15 +60,11 @@ final class DirectClockLoad: SynchronousTokenReading, @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC_COARSE, &spec)
         return Int64(spec.tv_sec) &* 1_000_000_000 &+ Int64(spec.tv_nsec) < freshUntil ? token : nil
     }
-    func validToken() async throws(SessionError) -> AccessToken { token }
-    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
-    func signIn(_ credentials: Credentials) async throws(SessionError) {}
-    func signOut() async {}
 }
 
 /// The clocked load plus a shared version checked with an acquire load, as a per-thread copy is
 /// checked against its publisher's version.
-final class VersionedLoad: SynchronousTokenReading, @unchecked Sendable {
+final class VersionedLoad: ProbeReader, @unchecked Sendable {
     let token: AccessToken
     let freshUntil: Int64
     let clock: TokenClock
@@ -78,10 +79,6 @@ final class VersionedLoad: SynchronousTokenReading, @unchecked Sendable {
     func currentToken() -> AccessToken? {
         published.load(ordering: .acquiring) == version && clock.now().nanoseconds < freshUntil ? token : nil
     }
-    func validToken() async throws(SessionError) -> AccessToken { token }
-    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
-    func signIn(_ credentials: Credentials) async throws(SessionError) {}
-    func signOut() async {}
 }
 
 /// Calls/s of `threads` threads, each calling its own reader's `currentToken()` for `seconds`.
