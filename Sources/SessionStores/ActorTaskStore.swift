@@ -78,8 +78,10 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
 
     /// Publishes the state the actor is in now, and to the snapshot the token a read would get;
     /// called after every change.
-    private func publish() {
-        snapshot?.publish(isRevoked || inFlight != nil ? nil : grant?.accessToken)
+    /// `outcome`: the refresh this change ended, for the snapshot's readers that waited for it.
+    private func publish(outcome: Result<AccessToken, SessionError>? = nil) {
+        snapshot?.publish(
+            isRevoked || inFlight != nil ? nil : grant?.accessToken, refreshing: inFlight != nil, outcome: outcome)
         let state: SessionState =
             if isRevoked { .revoked } else if let grant {
                 inFlight == nil
@@ -167,7 +169,8 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
         inFlight = nil
         elevated = nil
         elevation = nil
-        publish()
+        // The waiters of a refresh this ends get what the actor's own get: signed out.
+        publish(outcome: .failure(.signedOut))
     }
 
     /// Joins the in-flight refresh, starting one if there is none. No `await` separates the
@@ -203,7 +206,7 @@ public actor ActorTaskStore: ObservableSessionStore, StepUpSessionStore {
             inFlight = nil
             if case .success(let newGrant) = result { grant = newGrant }
             if case .failure(.refreshTokenRevoked) = outcome { isRevoked = true }
-            publish()
+            publish(outcome: outcome)
         }
         return try outcome.get()
     }

@@ -64,4 +64,76 @@ struct TokenSnapshotTests {
         #expect(other.freshToken(at: Self.at(1)) == nil)
         #expect(one.freshToken(at: Self.at(1)) == first)
     }
+
+    @Test("no refresh under way: a reader is sent to the actor at once")
+    func noRefreshNoWait() async {
+        let snapshot = TokenSnapshot(skew: .zero)
+        #expect(await snapshot.refreshOutcome() == nil)
+        snapshot.publish(Self.token(1, expiresAt: 100))
+        #expect(await snapshot.refreshOutcome() == nil)
+    }
+
+    @Test("readers that miss during a refresh wait for it and get the outcome the actor hands on")
+    func waitersGetTheOutcome() async throws {
+        let snapshot = TokenSnapshot(skew: .zero)
+        snapshot.publish(nil, refreshing: true)
+        let next = Self.token(2, expiresAt: 200)
+        async let first = snapshot.refreshOutcome()
+        async let second = snapshot.refreshOutcome()
+        await Self.waitUntil { snapshot.waitingCount == 2 }
+        snapshot.publish(next, outcome: .success(next))
+        #expect(try await first?.get() == next)
+        #expect(try await second?.get() == next)
+        #expect(snapshot.waitingCount == 0)
+    }
+
+    @Test("a refresh ended by sign-out or failure hands its waiters that error; without an outcome, the actor")
+    func waitersGetTheError() async {
+        let snapshot = TokenSnapshot(skew: .zero)
+        snapshot.publish(nil, refreshing: true)
+        async let signedOut = snapshot.refreshOutcome()
+        await Self.waitUntil { snapshot.waitingCount == 1 }
+        snapshot.publish(nil, outcome: .failure(.signedOut))
+        #expect(await Self.error(signedOut) == .signedOut)
+
+        snapshot.publish(nil, refreshing: true)
+        async let sentOn = snapshot.refreshOutcome()
+        await Self.waitUntil { snapshot.waitingCount == 1 }
+        snapshot.publish(Self.token(3, expiresAt: 300))
+        #expect(await sentOn == nil, "no outcome to hand on: ask the actor")
+    }
+
+    @Test("a waiter that is cancelled leaves with cancelled; the others still get the outcome")
+    func cancelledWaiterLeaves() async throws {
+        let snapshot = TokenSnapshot(skew: .zero)
+        snapshot.publish(nil, refreshing: true)
+        let cancelled = Task { await snapshot.refreshOutcome() }
+        async let kept = snapshot.refreshOutcome()
+        await Self.waitUntil { snapshot.waitingCount == 2 }
+        cancelled.cancel()
+        #expect(await Self.error(cancelled.value) == .cancelled)
+        #expect(snapshot.waitingCount == 1)
+        let next = Self.token(2, expiresAt: 200)
+        snapshot.publish(next, outcome: .success(next))
+        #expect(try await kept?.get() == next)
+
+        // Cancelled before it waits: it does not wait at all.
+        snapshot.publish(nil, refreshing: true)
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await snapshot.refreshOutcome()
+        }
+        #expect(await Self.error(early.value) == .cancelled)
+        #expect(snapshot.waitingCount == 0)
+    }
+
+    static func error(_ outcome: Result<AccessToken, SessionError>?) -> SessionError? {
+        guard case .failure(let error) = outcome else { return nil }
+        return error
+    }
+
+    /// Yields until `condition` holds: the waiters park on other tasks.
+    static func waitUntil(_ condition: () -> Bool) async {
+        while !condition() { await Task.yield() }
+    }
 }
