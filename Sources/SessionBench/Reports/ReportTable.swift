@@ -46,7 +46,13 @@ extension ResultsReport {
         let seeds = Set(block.map(\.seed)).sorted()
         let callers = tasks.count == 1 ? "\(tasks[0]) callers" : "\(tasks.first!)–\(tasks.last!) callers"
         let seed = seeds.count == 1 ? "seed \(seeds[0])" : "\(seeds.count) seeds, \(seeds.first!)…\(seeds.last!)"
-        return "\(callers), \(seed)"
+        // Steady scenarios: what the async loop itself costs, beside what the stores did through it.
+        let ceilings = block.compactMap(\.emptyStoreThroughput).filter { $0 > 0 }.sorted()
+        let ceiling =
+            ceilings.isEmpty
+            ? ""
+            : "; the same loop over a store that does nothing: \(Format.rate(ceilings[ceilings.count / 2])) calls/s"
+        return "\(callers), \(seed)\(ceiling)"
     }
 
     /// The terminal table: one block per scenario, stores as rows, then what went wrong.
