@@ -12,12 +12,17 @@ extension ContractJudge {
     /// A call's start is read just before it enters the store, and its thread may not run again
     /// until after a sign-in that began later (a loaded machine, a pool busy elsewhere): the
     /// store then sees the call after the sign-in, and the new session's token is right. So a
-    /// call is held to its own session only when it must have been waiting in the store on it: a
-    /// refresh of that session was in flight when the later sign-in began.
+    /// call is held to its own session only when it must have been waiting in the store on it:
+    /// its start was its entry (``startsAreEntries``: the controlled executor, which `compare`
+    /// runs every store × scenario through too), and a refresh of that session was in flight when
+    /// the later sign-in began. In real time no record of the call dates its entry: a refresh in
+    /// flight then was other callers', and this caller may still have been on its way in (seen
+    /// under ThreadSanitizer: a lock store's caller got the new user's token, correctly).
     package func judgeLaterSession(
         _ token: ObservedCall.Issued, session: SessionTimeline.Session, call: ObservedCall, who: String,
         _ timeline: SessionTimeline
     ) -> Finding? {
+        guard startsAreEntries else { return nil }
         let atStart = timeline.current(account: call.account, at: call.startedNanos)
         guard !atStart.families.contains(session.family) else { return nil }
         let began = session.began.startedNanos
@@ -26,7 +31,9 @@ extension ContractJudge {
                 timeline.refreshes(of: family).first { $0.sentAt <= began && ($0.respondedAt ?? .max) >= began }
             }).first
         else { return nil }
-        let earlier = atStart.families.compactMap { timeline.sessions[$0] }.max { $0.began.startedNanos < $1.began.startedNanos }
+        let earlier = atStart.families.compactMap { timeline.sessions[$0] }.max {
+            $0.began.startedNanos < $1.began.startedNanos
+        }
         let switched = earlier.map { $0.slot != session.slot } ?? false
         let before =
             earlier.map {

@@ -83,12 +83,21 @@ package struct ContractJudge {
     /// its start, the last instant the store could know the clock would not move before it returned.
     package let clockMovesDuringCalls: Bool
 
-    package init(skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMovesDuringCalls: Bool = false)
-    {
+    /// Whether a call's recorded start is its entry into the store: on the controlled executor
+    /// (`explore`) the step that reads the start runs on into the store, with no other step
+    /// between. In real time the thread may be preempted between the two for as long as the
+    /// machine likes, so what the store did with a call cannot be dated by its start alone.
+    package let startsAreEntries: Bool
+
+    package init(
+        skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMovesDuringCalls: Bool = false,
+        startsAreEntries: Bool = false
+    ) {
         self.skew = skew
         self.paced = paced
         self.healthyServer = healthyServer
         self.clockMovesDuringCalls = clockMovesDuringCalls
+        self.startsAreEntries = startsAreEntries
     }
 
     /// Judges `calls` (any order; earlier batches stay known), reporting each finding. `context`:

@@ -57,8 +57,11 @@ struct ContractJudgeTests {
             .token(ObservedCall.issued(token, subjects: subjects))
         }
 
-        func judge(_ calls: [ObservedCall], skew: Duration = .seconds(1), clockMoves: Bool = false) -> [Invariant] {
-            var judge = ContractJudge(skew: skew, clockMovesDuringCalls: clockMoves)
+        /// `controlled`: each call's start is its entry into the store, as on `explore`'s executor.
+        func judge(
+            _ calls: [ObservedCall], skew: Duration = .seconds(1), clockMoves: Bool = false, controlled: Bool = true
+        ) -> [Invariant] {
+            var judge = ContractJudge(skew: skew, clockMovesDuringCalls: clockMoves, startsAreEntries: controlled)
             var found: [Invariant] = []
             let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
             judge.judge(calls, timeline: timeline) { found.append($0.invariant) }

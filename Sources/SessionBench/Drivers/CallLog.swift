@@ -111,15 +111,18 @@ final class CallLog: Sendable {
     /// (``ContractJudge/clockMovesDuringCalls``).
     /// `storages`: each account's storage, for a store that keeps its session, judged as it
     /// stands now (nothing under way) with every write it saw (``ContractJudge/judgeStorage``).
+    /// `controlled`: the calls ran on the controlled executor, each start its entry into the store
+    /// (``ContractJudge/startsAreEntries``).
     func judge(
         skew: Duration, paced: Bool = false, healthyServer: Bool = false, clockMoves: Bool = false,
-        storages: [MemoryStorage?] = [], into oracle: Oracle
+        storages: [MemoryStorage?] = [], controlled: Bool = false, into oracle: Oracle
     ) -> LifecycleCoverage {
         let crashes = self.crashes.withLock(visibleTo: self) { $0 }
         let (calls, events) = recorded.withLock(visibleTo: self) { ($0.calls, $0.events) }
         let timeline = SessionTimeline(events: events, entries: server.ledger.entries, issued: server.issuedTokens)
         var judge = ContractJudge(
-            skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves)
+            skew: skew, paced: paced, healthyServer: healthyServer, clockMovesDuringCalls: clockMoves,
+            startsAreEntries: controlled)
         judge.restarts = crashes
         let context = self.context.withLock(visibleTo: self) { $0 }
         oracle.record(

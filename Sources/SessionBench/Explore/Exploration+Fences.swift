@@ -165,7 +165,7 @@ struct ControlledWorld: Sendable {
         }
         let coverage = log.judge(
             skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves,
-            storages: digested ? storages : [], into: oracle)
+            storages: digested ? storages : [], controlled: true, into: oracle)
         return (
             oracle.violations, digested ? Exploration.digest(entries, calls, more: digestAlso) : 0,
             Exploration.StormTrace(calls: calls, entries: entries, coverage: coverage)
