@@ -117,11 +117,11 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     // body with the guard's calls inlined. Only this synchronous read: a specialized async
     // method adds a frame to every parked caller, which costs each one a new ~1 KB slab of
     // its task's allocator (seen in scale-storm: 38 -> 1,063 bytes per waiter).
-    @_specialize(exported: false, where Guard == LockFreeReadGuard)
-    @_specialize(exported: false, where Guard == MutexGuard)
-    @_specialize(exported: false, where Guard == NSLockGuard)
-    @_specialize(exported: false, where Guard == SerialQueueGuard)
-    @_specialize(exported: false, where Guard == BarrierQueueGuard)
+    @_specialize(exported:false,where Guard == LockFreeReadGuard)
+    @_specialize(exported:false,where Guard == MutexGuard)
+    @_specialize(exported:false,where Guard == NSLockGuard)
+    @_specialize(exported:false,where Guard == SerialQueueGuard)
+    @_specialize(exported:false,where Guard == BarrierQueueGuard)
     public func currentToken() -> AccessToken? {
         lifecycle.freshToken(at: clock.now())
     }
@@ -184,7 +184,9 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     private func endElevation() {
         let coordinators = elevations.withLock(visibleTo: self) { elevations in
             elevations.removeAll { $0.coordinator == nil }
-            return elevations.compactMap(\.coordinator)
+            // A closure, not `\.coordinator`: a key path into this generic type is built at run
+            // time on every call (type metadata looked up by mangled name), a tenth of explore's time.
+            return elevations.compactMap { $0.coordinator }
         }
         for coordinator in coordinators { coordinator.end() }
     }
@@ -209,7 +211,8 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     /// Parks the caller in the lifecycle through `event`, acting on what it decides.
     private func park(
-        _ event: @escaping (inout TokenLifecycle<TokenWaiter>, TokenWaiter, UInt64, TokenInstant, Bool) ->
+        _ event:
+            @escaping (inout TokenLifecycle<TokenWaiter>, TokenWaiter, UInt64, TokenInstant, Bool) ->
             TokenLifecycle<TokenWaiter>.AcquireAction
     ) async throws(SessionError) -> AccessToken {
         let id = waiterIDs.add(1, ordering: .relaxed).newValue
