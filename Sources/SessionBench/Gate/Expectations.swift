@@ -29,7 +29,9 @@ public struct Expectations: Sendable, Equatable {
         /// some of the time): expected when it happens, never stale when it does not.
         public var sometimes: Bool
 
-        public init(store: String, invariant: Invariant, scenario: String? = nil, reason: String, sometimes: Bool = false) {
+        public init(
+            store: String, invariant: Invariant, scenario: String? = nil, reason: String, sometimes: Bool = false
+        ) {
             self.store = store
             self.invariant = invariant
             self.scenario = scenario
@@ -76,9 +78,14 @@ public struct Expectations: Sendable, Equatable {
             var result = results[index]
             var known = result.known ?? []
             for violation in result.violations where !known.contains(where: { $0.invariant == violation.invariant }) {
-                guard let line = expectations.first(where: { $0.covers(store: result.store, scenario: result.scenario, violation.invariant) })
+                guard
+                    let line = expectations.first(where: {
+                        $0.covers(store: result.store, scenario: result.scenario, violation.invariant)
+                    })
                 else { continue }
-                known.append(ScenarioResult.Known(invariant: violation.invariant, summary: violation.summary, reason: line.reason))
+                known.append(
+                    ScenarioResult.Known(
+                        invariant: violation.invariant, summary: violation.summary, reason: line.reason))
             }
             guard !known.isEmpty else { continue }
             result.known = known
@@ -116,7 +123,11 @@ public struct Expectations: Sendable, Equatable {
     public static func declared(by store: StoreDescriptor) -> Expectations? {
         guard store.refreshesUnconditionallyOn401 else { return nil }
         return Expectations(
-            [.init(store: store.name, invariant: .staleRejectionDoesNotRefresh, reason: unconditional401, sometimes: true)],
+            [
+                .init(
+                    store: store.name, invariant: .staleRejectionDoesNotRefresh, reason: unconditional401,
+                    sometimes: true)
+            ],
             path: "the store's declaration")
     }
 
@@ -132,7 +143,8 @@ extension Expectations {
         try parse(try Thresholds.read(path, what: "expectations file"), path: path, knownStores: knownStores)
     }
 
-    public static func parse(_ data: Data, path: String, knownStores: [String]) throws(ThresholdsError) -> Expectations {
+    public static func parse(_ data: Data, path: String, knownStores: [String]) throws(ThresholdsError) -> Expectations
+    {
         let shown = Printable.name(path)
         let root: JSONValue
         do { root = try StrictJSON.parse(Array(data)) } catch {
@@ -155,7 +167,8 @@ extension Expectations {
             guard let store = item["store"] else { throw reader.fail("\(at).store", "is missing; name the store") }
             let name = try reader.string(store, at: "\(at).store")
             guard knownStores.contains(name) else {
-                throw reader.fail("\(at).store", "unknown store '\(Printable.name(name))'; `session-bench list` names them")
+                throw reader.fail(
+                    "\(at).store", "unknown store '\(Printable.name(name))'; `session-bench list` names them")
             }
             guard let invariant = item["invariant"] else {
                 throw reader.fail("\(at).invariant", "is missing; give an invariant id such as \"I1\"")
@@ -163,7 +176,9 @@ extension Expectations {
             let id = try reader.string(invariant, at: "\(at).invariant")
             guard let parsed = Invariant.allCases.first(where: { $0.id == id }) else {
                 throw reader.fail(
-                    "\(at).invariant", "'\(Printable.name(id))' is not an invariant id; write one such as \"I1\" (`session-bench list` names them)")
+                    "\(at).invariant",
+                    "'\(Printable.name(id))' is not an invariant id; write one such as \"I1\" (`session-bench list` names them)"
+                )
             }
             var scenario: String?
             if let value = item["scenario"] {
@@ -189,7 +204,8 @@ extension Expectations {
             }
             let expectation = Expectation(
                 store: name, invariant: parsed, scenario: scenario, reason: why, sometimes: sometimes)
-            guard !expectations.contains(where: { $0.store == name && $0.invariant == parsed && $0.scenario == scenario })
+            guard
+                !expectations.contains(where: { $0.store == name && $0.invariant == parsed && $0.scenario == scenario })
             else {
                 throw reader.fail(at, "repeats an earlier expectation (\(expectation.shown)); keep one")
             }

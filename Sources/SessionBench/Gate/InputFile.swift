@@ -20,7 +20,9 @@ public enum InputFile {
     /// The bytes of the regular file at `path`, at most `limit` of them; `what` names what the
     /// file should be, for the refusal (`the thresholds file`).
     public static func read(_ path: String, what: String, limit: Int) throws(Refusal) -> Data {
-        func refuse(_ problem: String, missing: Bool = false) -> Refusal { Refusal(problem: problem, isMissing: missing) }
+        func refuse(_ problem: String, missing: Bool = false) -> Refusal {
+            Refusal(problem: problem, isMissing: missing)
+        }
         guard !path.isEmpty else { throw refuse("is an empty path; give \(what)") }
         guard !path.utf8.contains(0) else { throw refuse("holds a NUL byte; give \(what)") }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
@@ -30,7 +32,9 @@ public enum InputFile {
         }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw refuse("cannot be read (\(String(cString: strerror(errno))))") }
+        guard fstat(descriptor, &info) == 0 else {
+            throw refuse("cannot be read (\(String(cString: strerror(errno))))")
+        }
         let kind: String? =
             switch info.st_mode & S_IFMT {
             case S_IFREG: nil

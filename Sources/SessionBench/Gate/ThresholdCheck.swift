@@ -121,6 +121,8 @@ public struct ThresholdCheck: Sendable {
             return (result.bareLoopThroughput, "bare loop")
         case .plainLoad:
             return (result.syncRead?.plainLoadThroughput, "plain load")
+        case .clockedLoad:
+            return (result.syncRead?.clockedLoadThroughput, "clocked load")
         case .result(let store, let scenario):
             let store = store ?? result.store
             let scenario = scenario ?? result.scenario

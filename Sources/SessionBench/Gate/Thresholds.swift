@@ -65,6 +65,9 @@ public struct Thresholds: Sendable, Hashable {
         /// The synchronous thread loop over a token in each thread's own memory, read with no
         /// synchronization (`sync-read` throughput).
         case plainLoad
+        /// That loop with a read of the store's clock and one compare before each token: the
+        /// floor of a correct store (`sync-read` throughput).
+        case clockedLoad
     }
 
     public struct Limit: Sendable, Hashable {

@@ -186,17 +186,18 @@ extension Thresholds {
                         throw fail("\(key).baseline", "this baseline compares with throughput_ops_per_s only")
                     }
                     return try string(baseline, at: "\(key).baseline") == "empty_store" ? .emptyStore : .bareLoop
-                case "plain_load":
+                case "plain_load", "clocked_load":
+                    let name = try string(baseline, at: "\(key).baseline")
                     guard metric == .throughput, operation == .syncRead else {
                         throw fail(
                             "\(key).baseline",
-                            "plain_load compares with throughput_ops_per_s of operation sync-read only")
+                            "\(name) compares with throughput_ops_per_s of operation sync-read only")
                     }
-                    return .plainLoad
+                    return name == "plain_load" ? .plainLoad : .clockedLoad
                 case let other:
                     throw fail(
                         "\(key).baseline",
-                        "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop, plain_load"
+                        "unknown baseline '\(Printable.name(other))'; known: harness_overhead_ns, empty_store, bare_loop, plain_load, clocked_load"
                     )
                 }
             }

@@ -99,6 +99,7 @@ extension Thresholds {
         case .emptyStore: return "{ \"baseline\": \"empty_store\" }"
         case .bareLoop: return "{ \"baseline\": \"bare_loop\" }"
         case .plainLoad: return "{ \"baseline\": \"plain_load\" }"
+        case .clockedLoad: return "{ \"baseline\": \"clocked_load\" }"
         case .result(let store, let scenario):
             let parts = [store.map { "\"store\": \(quoted($0))" }, scenario.map { "\"scenario\": \(quoted($0))" }]
                 .compactMap { $0 }

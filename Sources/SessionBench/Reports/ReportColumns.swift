@@ -103,6 +103,10 @@ enum ReportColumns {
             guard let sync = row.result.syncRead, let floor = sync.plainLoadThroughput else { return "—" }
             return floor > 0 ? String(format: "%.0f%%", sync.throughput / floor * 100) : "—"
         },
+        ReportColumn("of clocked load", csv: "clocked_load_ops_per_s") { row in
+            guard let sync = row.result.syncRead, let floor = sync.clockedLoadThroughput else { return "—" }
+            return floor > 0 ? String(format: "%.0f%%", sync.throughput / floor * 100) : "—"
+        },
     ]
 
     /// The writer of `writes-under-reads`: each 401's wait under the readers.

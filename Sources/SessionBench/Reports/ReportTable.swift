@@ -26,7 +26,8 @@ extension ResultsReport {
         results.map(\.scenario).firstSeen()
     }
 
-    /// The synchronous path's block: how many threads, and the plain-load floor beside it.
+    /// The synchronous path's block: how many threads, and the two floors beside it (the plain
+    /// load, and the plain load behind the clock read every correct store makes).
     func syncHeading(for scenario: String) -> String? {
         let figures = results.filter { $0.scenario == scenario }.compactMap(\.syncRead)
         guard !figures.isEmpty else { return nil }
@@ -36,7 +37,13 @@ extension ResultsReport {
         let floor =
             floors.isEmpty
             ? "" : "; a plain load of a thread's own token: \(Format.rate(floors[floors.count / 2])) calls/s"
-        return "currentToken() on \(count) OS threads at once\(floor)"
+        let clockedFloors = figures.compactMap(\.clockedLoadThroughput).sorted()
+        let clocked =
+            clockedFloors.isEmpty
+            ? ""
+            : "; the same behind the store's clock and a compare: "
+                + "\(Format.rate(clockedFloors[clockedFloors.count / 2])) calls/s"
+        return "currentToken() on \(count) OS threads at once\(floor)\(clocked)"
     }
 
     /// What a scenario's block ran with: every run's callers and seed, not the first one's.

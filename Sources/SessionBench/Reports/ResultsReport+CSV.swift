@@ -204,6 +204,14 @@ extension ResultsReport {
             `transport_overhead_p50_us`)
             """,
             value: { optional($0.result.transport?.overheadP99Nanoseconds.map { $0 / 1000 }, 1) }),
+        CSVColumn(
+            "clocked_load_ops_per_s",
+            """
+            stores with a synchronous read: the loop of `plain_load_ops_per_s` with a read of the store's clock \
+            and one compare before each token is handed out — the floor of a correct store, which must not \
+            hand out a token within the skew of its expiry; empty in results written before it was measured
+            """,
+            value: { optional($0.result.syncRead?.clockedLoadThroughput, 1) }),
     ]
 
     /// The fixed CSV header.

@@ -17,6 +17,9 @@ public struct SyncReadFigures: Sendable, Codable, Hashable {
     public var callerSpread: ThroughputSpread?
     /// The same loop over a token in each thread's own memory, no synchronization.
     public var plainLoadThroughput: Double?
+    /// The same loop over each thread's own token behind a read of the store's clock and one
+    /// compare: the floor of a correct store (`nil` in results written before it was measured).
+    public var clockedLoadThroughput: Double?
 
     public init(threads: Int) { self.threads = threads }
 }

@@ -20,7 +20,9 @@ import Synchronization
 ///
 /// The same loop also runs over a token each thread holds in its own memory, read with no
 /// synchronization at all: the physical floor of this loop on this machine
-/// (`plain_load_ops_per_s`), measured in the same run.
+/// (`plain_load_ops_per_s`), measured in the same run; and over that token behind a read of the
+/// store's clock and one compare (`clocked_load_ops_per_s`): the floor of a correct store, which
+/// must not hand out a token within the skew of its expiry and so reads the clock on every call.
 struct SyncReadDriver {
     /// Calls per batch at most; one of them, at a random position, is timed on its own.
     static let batch = 64
@@ -78,6 +80,12 @@ struct SyncReadDriver {
         let plain = await loop(duration: floorDuration, checked: false) { _ in
             PlainLoad(token: template.unsharedCopy())
         }
+        // The same, behind the store's own clock and one compare: what every fresh read must do
+        // at least, since the contract forbids handing out a token within the skew of expiry.
+        let freshUntil = (clock.now() + .seconds(3_600)).nanoseconds
+        let clocked = await loop(duration: floorDuration, checked: false) { _ in
+            ClockedLoad(token: template.unsharedCopy(), clock: clock, freshUntil: freshUntil)
+        }
         let sampleClock = SampleClock.shared
         var latency = LatencyRecorder.emptyHistogram()
         var anomalies: UInt64 = 0
@@ -100,14 +108,18 @@ struct SyncReadDriver {
         if let firstStop = reports.map(\.endTicks).min() {
             figures.threadsAtOnce = reports.count { $0.beginTicks < firstStop }
         }
-        if case .finished(let plainReports) = plain {
-            let begin = plainReports.map(\.beginTicks).min() ?? 0
-            let end = plainReports.map(\.endTicks).max() ?? 0
-            let seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
-            figures.plainLoadThroughput =
-                seconds > 0 ? Double(plainReports.reduce(0) { $0 + $1.operations }) / seconds : nil
-        }
+        figures.plainLoadThroughput = Self.throughput(plain, sampleClock)
+        figures.clockedLoadThroughput = Self.throughput(clocked, sampleClock)
         return .finished(figures, latency: latency, clockAnomalies: anomalies)
+    }
+
+    /// Calls per second of a floor loop, all threads together; `nil` when it did not finish.
+    static func throughput(_ outcome: LoopOutcome, _ sampleClock: SampleClock) -> Double? {
+        guard case .finished(let reports) = outcome else { return nil }
+        let begin = reports.map(\.beginTicks).min() ?? 0
+        let end = reports.map(\.endTicks).max() ?? 0
+        let seconds = sampleClock.nanoseconds(ticks: end &- begin) / 1e9
+        return seconds > 0 ? Double(reports.reduce(0) { $0 + $1.operations }) / seconds : nil
     }
 
     enum LoopOutcome {
@@ -167,7 +179,9 @@ struct SyncReadDriver {
                 while !late {
                     let batchStart = SampleClock.ticks()
                     if batchStart >= deadline { break }
-                    if let previousStart { size = SteadyDriver.adapt(size, took: batchStart &- previousStart, slice: sliceTicks) }
+                    if let previousStart {
+                        size = SteadyDriver.adapt(size, took: batchStart &- previousStart, slice: sliceTicks)
+                    }
                     previousStart = batchStart
                     random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                     let timed = Int((random >> 33) % UInt64(size))
@@ -235,7 +249,8 @@ struct SyncReadDriver {
                 switch decision {
                 case .wait: break
                 case .stuck: return .stuck(count - finished.load(ordering: .acquiring), starvedSeconds: nil)
-                case .starved(let seconds): return .stuck(count - finished.load(ordering: .acquiring), starvedSeconds: seconds)
+                case .starved(let seconds):
+                    return .stuck(count - finished.load(ordering: .acquiring), starvedSeconds: seconds)
                 }
             }
             try? await Task.sleep(for: .milliseconds(2))
@@ -275,6 +290,26 @@ private final class PlainLoad: SynchronousTokenReading, @unchecked Sendable {
     init(token: AccessToken) { self.token = token }
 
     func currentToken() -> AccessToken? { token }
+    func validToken() async throws(SessionError) -> AccessToken { token }
+    func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
+    func signIn(_ credentials: Credentials) async throws(SessionError) {}
+    func signOut() async {}
+}
+
+/// The floor of a correct store: the thread's own token, handed out only while the store's clock
+/// reads before an instant (as a store compares with its token's fresh-until instant).
+private final class ClockedLoad: SynchronousTokenReading, @unchecked Sendable {
+    let token: AccessToken
+    let clock: TokenClock
+    let freshUntil: Int64
+
+    init(token: AccessToken, clock: TokenClock, freshUntil: Int64) {
+        self.token = token
+        self.clock = clock
+        self.freshUntil = freshUntil
+    }
+
+    func currentToken() -> AccessToken? { clock.now().nanoseconds < freshUntil ? token : nil }
     func validToken() async throws(SessionError) -> AccessToken { token }
     func tokenRejected(_ token: AccessToken) async throws(SessionError) -> AccessToken { self.token }
     func signIn(_ credentials: Credentials) async throws(SessionError) {}
