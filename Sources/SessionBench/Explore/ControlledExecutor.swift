@@ -233,7 +233,11 @@ public enum ControlledExecution {
             /// their bounds, may fire first (answers among themselves may land in any order). The
             /// main actor's jobs run in the order they came, as the main queue runs them: of those,
             /// only the oldest may run next (a timer's job, once due, as any).
-            func enabled() -> (jobs: [HeldJob], at: [Int]) {
+            /// Into `enabled` and `at`, emptied first and kept from step to step, so that a step
+            /// allocates neither.
+            func enabled(into enabled: inout [HeldJob], at: inout [Int]) {
+                enabled.removeAll(keepingCapacity: true)
+                at.removeAll(keepingCapacity: true)
                 var due: Int64?
                 var firm: Int64?
                 var bound = Int64.max
@@ -248,10 +252,12 @@ public enum ControlledExecution {
                     }
                     if bound == .max { bound = due }
                 }
-                let oldestMain = jobs.firstIndex { $0.main && !$0.info.isTimer }
-                let unsettled = jobs.contains { !$0.info.isTimer && !$0.info.settles }
-                var enabled: [HeldJob] = []
-                var at: [Int] = []
+                var oldestMain: Int?
+                var unsettled = false
+                for (index, held) in jobs.enumerated() where !held.info.isTimer {
+                    if held.main, oldestMain == nil { oldestMain = index }
+                    if !held.info.settles { unsettled = true }
+                }
                 for (index, held) in jobs.enumerated() {
                     if held.info.isTimer {
                         let deadline = held.info.deadline
@@ -265,7 +271,6 @@ public enum ControlledExecution {
                     enabled.append(held.info)
                     at.append(index)
                 }
-                return (enabled, at)
             }
         }
 
@@ -417,6 +422,11 @@ public enum ControlledExecution {
             var returnedAt: Int?
             let executor = asUnownedTaskExecutor()
             let mainExecutor = ControlledMainExecutor.shared.asUnownedSerialExecutor()
+            // The jobs that may run next and where each is held, refilled at every step.
+            var jobs: [HeldJob] = []
+            var at: [Int] = []
+            jobs.reserveCapacity(16)
+            at.reserveCapacity(16)
             while true {
                 if returnedAt == nil, done.load(ordering: .acquiring) { returnedAt = box.steps }
                 if let returnedAt {
@@ -424,12 +434,12 @@ public enum ControlledExecution {
                 } else if box.steps >= stepLimit {
                     return .stepLimit(steps: box.steps)
                 }
-                var (jobs, at) = held.withLock { $0.enabled() }
+                held.withLock { $0.enabled(into: &jobs, at: &at) }
                 // A task that settles waits for the main queue's blocks too: they run now, and
                 // whatever they resume is held before it.
                 if ControlledExecution.isMainThread, jobs.contains(where: \.settles) {
                     _ = RunLoop.main.run(mode: .default, before: Date())
-                    (jobs, at) = held.withLock { $0.enabled() }
+                    held.withLock { $0.enabled(into: &jobs, at: &at) }
                 }
                 if jobs.isEmpty {
                     if returnedAt != nil { return .finished(steps: box.steps) }
@@ -438,10 +448,10 @@ public enum ControlledExecution {
                     let until = ContinuousClock.now + quiet
                     while jobs.isEmpty, !done.load(ordering: .acquiring), ContinuousClock.now < until {
                         if ControlledExecution.isMainThread { _ = RunLoop.main.run(mode: .default, before: Date()) }
-                        (jobs, at) = held.withLock { $0.enabled() }
+                        held.withLock { $0.enabled(into: &jobs, at: &at) }
                         if !jobs.isEmpty { break }
                         usleep(200)
-                        (jobs, at) = held.withLock { $0.enabled() }
+                        held.withLock { $0.enabled(into: &jobs, at: &at) }
                     }
                     if jobs.isEmpty, !done.load(ordering: .acquiring) { return .deadlocked(steps: box.steps) }
                     continue

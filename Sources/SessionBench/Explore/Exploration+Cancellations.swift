@@ -16,7 +16,7 @@ extension Exploration {
     /// cancellation left stuck is a deadlock here).
     static func cancellationRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
         let (time, server, store, log) = (world.time, world.server, world.store, world.log)
         guard await world.signIn() else { return world.judged(digested: false) }

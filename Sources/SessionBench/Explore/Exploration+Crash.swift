@@ -15,7 +15,7 @@ extension Exploration {
     /// (persist before publish), or, after a sign-out, none.
     static func crashRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         await generatedRounds(descriptor, scenario, crashes: true)
     }
 }

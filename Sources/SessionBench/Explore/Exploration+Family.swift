@@ -16,7 +16,7 @@ extension Exploration {
     /// every exploration, each call against its own account's sessions.
     static func familyRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let accounts = (0..<familyAccounts).map {
             [Subject("explore-\($0)-user"), Subject("explore-\($0)-other-user")]
         }

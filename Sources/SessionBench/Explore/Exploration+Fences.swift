@@ -13,7 +13,7 @@ extension Exploration {
     /// ledger.
     static func fenceRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario, switching: Bool
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(
             descriptor, scenario, users: [Subject("explore-user"), Subject("explore-other-user")])
         let (time, server, store, log, users) = (world.time, world.server, world.store, world.log, world.users)
@@ -157,7 +157,7 @@ struct ControlledWorld: Sendable {
     /// `digestAlso`: what else the schedule did, in order, for the digest (what subscribers were told).
     func judged(
         digested: Bool = true, healthyServer: Bool = true, clockMoves: Bool = false, digestAlso: [String] = []
-    ) -> (violations: [Violation], digest: UInt64, trace: Exploration.StormTrace) {
+    ) -> (violations: [Violation], digest: Exploration.ScheduleDigest, trace: Exploration.StormTrace) {
         let (calls, entries) = (log.calls, server.ledger.entries)
         if digested {
             let handed = Set(calls.compactMap { $0.token?.generation })
@@ -167,7 +167,8 @@ struct ControlledWorld: Sendable {
             skew: skew, paced: true, healthyServer: healthyServer, clockMoves: clockMoves,
             storages: digested ? storages : [], controlled: true, into: oracle)
         return (
-            oracle.violations, digested ? Exploration.digest(entries, calls, more: digestAlso) : 0,
+            oracle.violations,
+            digested ? Exploration.ScheduleDigest(entries: entries, calls: calls, more: digestAlso) : .none,
             Exploration.StormTrace(calls: calls, entries: entries, coverage: coverage)
         )
     }

@@ -18,7 +18,7 @@ extension Exploration {
     /// retry a lost answer forces is excused).
     static func flakyRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(
             descriptor, scenario, users: [Subject("explore-user"), Subject("explore-other-user")])
         let (time, server, store, log, users) = (world.time, world.server, world.store, world.log, world.users)

@@ -14,7 +14,7 @@ extension Exploration {
     /// `crashes`: a step may also be a crash (``crashRounds(_:_:)``).
     static func generatedRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario, crashes: Bool = false
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(
             descriptor, scenario, users: [Subject("explore-user"), Subject("explore-other-user")], crashes: crashes)
         guard await world.signIn() else { return world.judged(digested: false) }

@@ -15,7 +15,7 @@ extension Exploration {
     /// sign-in, and the ledger.
     static func rejectionRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
         let (time, server, store, log, oracle) = (world.time, world.server, world.store, world.log, world.oracle)
         guard await world.signIn() else { return world.judged(digested: false) }

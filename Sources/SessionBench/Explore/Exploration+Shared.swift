@@ -26,7 +26,7 @@ extension Exploration {
     /// the storage (I8, I16) — and the ledger (no refresh token presented twice, I7).
     static func sharedRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let time = ManualTime()
         ControlledExecution.watch(time)
         let clock = TokenClock.manual(time)
@@ -37,7 +37,7 @@ extension Exploration {
         let storage = SharedMemoryStorage(pairing: { server.issuedGeneration(of: $0) })
         server.setContext("sign-in")
         guard case .success(let grant) = await server.signInResult(Credentials(subject: user)) else {
-            return (oracle.violations, 0, StormTrace())
+            return (oracle.violations, .none, StormTrace())
         }
         try? storage.base.save(grant)
         let skew = min(Duration.seconds(1), scenario.tokenLifetime / 4)
@@ -158,7 +158,10 @@ extension Exploration {
         let (loggedCalls, entries) = (log.calls, server.ledger.entries)
         let seen = handed.union(loggedCalls.compactMap { $0.token?.generation })
         oracle.auditLedger(entries) { seen.contains($0) }
-        return (oracle.violations, digest(entries, loggedCalls), StormTrace(calls: loggedCalls, entries: entries))
+        return (
+            oracle.violations, ScheduleDigest(entries: entries, calls: loggedCalls),
+            StormTrace(calls: loggedCalls, entries: entries)
+        )
     }
 }
 

@@ -16,7 +16,7 @@ extension Exploration {
     /// back (I25). Every call is judged like every exploration's.
     static func stateRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(
             descriptor, scenario, users: [Subject("explore-user"), Subject("explore-other-user")])
         guard let store = world.store as? any ObservableSessionStore else {

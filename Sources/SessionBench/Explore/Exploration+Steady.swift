@@ -13,7 +13,7 @@ extension Exploration {
     /// must stay single-flight however the reads crowd it. Judged like every exploration.
     static func steadyRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
         guard await world.signIn() else { return world.judged(digested: false) }
         let player = ProgramPlayer(

@@ -17,7 +17,7 @@ extension Exploration {
     /// exploration's.
     static func stepUpRounds(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let choices = ChoiceLog()
         let stepUpLifetime = scenario.tokenLifetime / 5
         let world = ControlledWorld(

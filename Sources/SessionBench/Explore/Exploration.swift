@@ -75,9 +75,12 @@ public struct Exploration: Sendable {
         /// Invariants the schedule broke that the store declares it breaks (``Expectations/declared(by:)``):
         /// known, as in `compare`, never a failure of the schedule.
         public var known: Set<Invariant> = []
+        /// What the digest is made of; hashed when the digest is read (a replayed or failing
+        /// schedule), not for each of the many schedules explored.
+        var digestSource: ScheduleDigest
         /// A digest of the ledger and of every call's answer, leaving out real time: equal for
-        /// runs that did the same thing.
-        public var digest: UInt64
+        /// runs that did the same thing (0 for a schedule whose body never returned).
+        public var digest: UInt64 { digestSource.value }
         public var uncontrolledJobs: Int
         /// What the callers and the server did, in order, for the interleaving table.
         var trace = StormTrace()
@@ -226,7 +229,8 @@ public struct Exploration: Sendable {
     func run<Inner: ScheduleChooser>(
         _ chooser: inout Recording<Inner>, strategy: ScheduleStrategy, seed: UInt64, stepLimit: Int? = nil
     ) -> Run {
-        let result = Mutex<(violations: [Violation], digest: UInt64, trace: StormTrace)>(([], 0, StormTrace()))
+        let result = Mutex<(violations: [Violation], digest: ScheduleDigest, trace: StormTrace)>(
+            ([], .none, StormTrace()))
         let (store, scenario) = (self.store, self.scenario)
         let before = ControlledExecution.uncontrolledJobs
         let end = ControlledExecution.drive(
@@ -278,7 +282,7 @@ public struct Exploration: Sendable {
         return Run(
             schedule: ScheduleText(strategy: strategy, seed: seed, choices: chooser.choices), end: end,
             violations: found, known: Set(violations.map(\.invariant)).intersection(known),
-            digest: finished ? digest : 0,
+            digestSource: finished ? digest : .none,
             uncontrolledJobs: ControlledExecution.uncontrolledJobs - before, trace: trace)
     }
 
@@ -287,7 +291,7 @@ public struct Exploration: Sendable {
     /// (no two refreshes of a session in flight, no reuse), and one refresh per expiry (I1).
     static func expiryStorm(
         _ descriptor: StoreDescriptor, _ scenario: Scenario
-    ) async -> (violations: [Violation], digest: UInt64, trace: StormTrace) {
+    ) async -> (violations: [Violation], digest: ScheduleDigest, trace: StormTrace) {
         let world = ControlledWorld(descriptor, scenario, users: [Subject("explore-user")])
         let (time, server, store, log, oracle) = (world.time, world.server, world.store, world.log, world.oracle)
         guard await world.signIn() else { return world.judged(digested: false) }
@@ -312,6 +316,26 @@ public struct Exploration: Sendable {
 
     /// FNV-1a over what the server did and what each caller got, in order; real times left out.
     /// `more`: what else the schedule did, in order (each subscriber's states, say), mixed in after.
+    /// What a schedule did, for its digest: the ledger, every call's answer, and `more` (what
+    /// else it did, in order); ``value`` hashes them.
+    struct ScheduleDigest: Sendable {
+        var entries: [LedgerEntry] = []
+        var calls: [ObservedCall] = []
+        var more: [String] = []
+        /// `false` for a schedule that has none (it could not start): its value is 0.
+        var present = false
+
+        static let none = ScheduleDigest()
+
+        init() {}
+
+        init(entries: [LedgerEntry], calls: [ObservedCall], more: [String] = []) {
+            (self.entries, self.calls, self.more, present) = (entries, calls, more, true)
+        }
+
+        var value: UInt64 { present ? Exploration.digest(entries, calls, more: more) : 0 }
+    }
+
     static func digest(_ entries: [LedgerEntry], _ calls: [ObservedCall], more: [String] = []) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ text: String) {
