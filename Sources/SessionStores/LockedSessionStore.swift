@@ -60,8 +60,10 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
     let states: StateBroadcaster
     let configuration: SessionStoreConfiguration
     let elevationMode: ElevationMode
-    /// The step-up coordinators of this store: one shared by every API object, or (reference-broken
-    /// ``ElevationMode/perClient``) one per API object.
+    /// The API objects' own step-up coordinators (reference-broken ``ElevationMode/perClient``),
+    /// held weakly; empty in ``ElevationMode/shared``, where every API object uses
+    /// ``sharedElevation``, at which no weak reference points (a weakly referenced object counts
+    /// its references on the slow path, through a side table).
     private let elevations: Mutex<[WeakElevation]>
 
     /// How a store's API objects share step-up authentication.
@@ -90,7 +92,7 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
         lifecycle = Guard(TokenLifecycle(skew: configuration.refreshSkew))
         let shared = ElevationCoordinator(configuration: configuration)
         sharedElevation = shared
-        elevations = Mutex([WeakElevation(coordinator: shared)])
+        elevations = Mutex([])
         clock = configuration.clock
         endpoint = configuration.endpoint
         skew = configuration.refreshSkew
@@ -182,6 +184,8 @@ public final class LockedSessionStore<Guard: LifecycleGuard>: SynchronousTokenRe
 
     /// Drops every API object's elevated token and fails their prompts' waiters.
     private func endElevation() {
+        sharedElevation.end()
+        guard elevationMode == .perClient else { return }
         let coordinators = elevations.withLock(visibleTo: self) { elevations in
             elevations.removeAll { $0.coordinator == nil }
             // A closure, not `\.coordinator`: a key path into this generic type is built at run
