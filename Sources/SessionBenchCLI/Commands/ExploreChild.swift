@@ -315,7 +315,8 @@ public enum ExploreChild {
             outcome.verdict = .hung
             outcome.problem =
                 "the exploring process did not finish in \(InputRange.text(budget(plan).secondsValue)) s and was killed: "
-                + "the store blocked the scheduler's only thread (a lock or semaphore waited on across an await?)"
+                + "the store may have blocked the scheduler's only thread (a lock or semaphore waited on across an "
+                + "await), or this machine ran the schedules far slower than expected (a debug build, or a busy machine)"
         } else {
             outcome.verdict = .crashed
             outcome.problem =
