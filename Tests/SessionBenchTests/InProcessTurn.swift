@@ -10,27 +10,34 @@ import Testing
 /// suite's limit is 30 minutes: it turns a hang into a failure within a CI run, and is never a
 /// speed the machine must reach. The harness's own watchdogs report a store that hangs long
 /// before it, and each run of the tool is killed past its own timeout (``ToolProcess``).
+///
+/// Runs that start replica processes over the loopback database (`replicas`, and the storage
+/// faults run over every storage scenario) take turns of their own (``storageProcessTurn``): side
+/// by side, eight replica processes and the database server on two cores slow a lock holder past
+/// the lock's timeout, and its waiters fail as the backend says they do.
 struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
+    var turns = Turns.shared
 
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         // A suite or a parameterized test function is scoped too; only its cases take turns.
         guard testCase != nil else { return try await function() }
-        await Turns.shared.acquire()
+        await turns.acquire()
         do {
             try await function()
         } catch {
-            await Turns.shared.release()
+            await turns.release()
             throw error
         }
-        await Turns.shared.release()
+        await turns.release()
     }
 
     /// A first-come, first-served turn, held across suspension points.
     actor Turns {
         static let shared = Turns()
+        static let storageProcesses = Turns()
         private var held = false
         private var waiting: [CheckedContinuation<Void, Never>] = []
 
@@ -55,4 +62,6 @@ struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == InProcessTurn {
     /// Test cases take turns with the other in-process scenario runs (see ``InProcessTurn``).
     static var inProcessTurn: Self { InProcessTurn() }
+    /// Test cases take turns with the other runs that start replica processes (see ``InProcessTurn``).
+    static var storageProcessTurn: Self { InProcessTurn(turns: .storageProcesses) }
 }
