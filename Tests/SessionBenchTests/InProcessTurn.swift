@@ -11,10 +11,11 @@ import Testing
 /// speed the machine must reach. The harness's own watchdogs report a store that hangs long
 /// before it, and each run of the tool is killed past its own timeout (``ToolProcess``).
 ///
-/// Runs that start replica processes over the loopback database (`replicas`, and the storage
-/// faults run over every storage scenario) take turns of their own (``storageProcessTurn``): side
-/// by side, eight replica processes and the database server on two cores slow a lock holder past
-/// the lock's timeout, and its waiters fail as the backend says they do.
+/// Runs that start processes over one storage (`replicas`, `shared-storage`, `crash-restart`, the
+/// storage faults and what a killed run leaves behind) take turns of their own
+/// (``storageProcessTurn``), and the replicas' runs take the in-process turn as well: side by side
+/// with them, replica processes and the database server on two cores slowed a lock holder past the
+/// lock's timeout, and its waiters failed as the backend says they do.
 struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
     var turns = Turns.shared
