@@ -10,7 +10,7 @@ import Testing
 /// `crash-restart` end to end: session processes killed at every crash point over real
 /// storage, correct stores passing on every correct backend, and each wrong store or backend
 /// failing with its own invariant.
-@Suite("Crash and restart", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)), .storageProcessTurn)
+@Suite("Crash and restart", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct CrashRestartTests {
     struct Report: Decodable {
         let results: [Result]

@@ -10,35 +10,27 @@ import Testing
 /// suite's limit is 30 minutes: it turns a hang into a failure within a CI run, and is never a
 /// speed the machine must reach. The harness's own watchdogs report a store that hangs long
 /// before it, and each run of the tool is killed past its own timeout (``ToolProcess``).
-///
-/// Runs that start processes over one storage (`replicas`, `shared-storage`, `crash-restart`, the
-/// storage faults and what a killed run leaves behind) take turns of their own
-/// (``storageProcessTurn``), and the replicas' runs take the in-process turn as well: side by side
-/// with them, replica processes and the database server on two cores slowed a lock holder past the
-/// lock's timeout, and its waiters failed as the backend says they do.
 struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
     var isRecursive: Bool { true }
-    var turns = Turns.shared
 
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         // A suite or a parameterized test function is scoped too; only its cases take turns.
         guard testCase != nil else { return try await function() }
-        await turns.acquire()
+        await Turns.shared.acquire()
         do {
             try await function()
         } catch {
-            await turns.release()
+            await Turns.shared.release()
             throw error
         }
-        await turns.release()
+        await Turns.shared.release()
     }
 
     /// A first-come, first-served turn, held across suspension points.
     actor Turns {
         static let shared = Turns()
-        static let storageProcesses = Turns()
         private var held = false
         private var waiting: [CheckedContinuation<Void, Never>] = []
 
@@ -63,6 +55,4 @@ struct InProcessTurn: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == InProcessTurn {
     /// Test cases take turns with the other in-process scenario runs (see ``InProcessTurn``).
     static var inProcessTurn: Self { InProcessTurn() }
-    /// Test cases take turns with the other runs that start replica processes (see ``InProcessTurn``).
-    static var storageProcessTurn: Self { InProcessTurn(turns: .storageProcesses) }
 }

@@ -5,7 +5,7 @@ import TokenServer
 
 /// Nothing of a session outlives the run that made it: not when the tool is killed (SIGKILL,
 /// which it cannot see, or SIGINT in process), and not when its measuring processes die.
-@Suite("Nothing left behind", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)), .storageProcessTurn,
+@Suite("Nothing left behind", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
     .disabled(if: TestEnvironment.isThreadSanitized, Comment(rawValue: TestEnvironment.processSuiteSkipped)))
 struct LeftBehindTests {
     /// Every regular file under `folder`, and whether any holds something a session keeps: a

@@ -17,7 +17,6 @@ import TokenServer
 /// in CI, where a skipped replica test would hide a missing install step.
 @Suite(
     "Replicas through PostgreSQL", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)),
-    .storageProcessTurn, .inProcessTurn,
     .enabled(
         if: PostgresForTests.built && (PostgresForTests.url != nil || PostgresForTests.inCI),
         "needs the PostgreSQL trait and SESSION_BENCH_POSTGRES_URL (scripts/postgres start)"))

@@ -16,7 +16,7 @@ import TokenServer
 
 /// One saved session shared by several store instances: in one process (here, directly) and
 /// across processes (`shared-storage`, through the command line).
-@Suite("Shared storage", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)), .storageProcessTurn)
+@Suite("Shared storage", .tags(.slow), .skippedInQuickRun, .serialized, .timeLimit(.minutes(30)))
 struct SharedStorageTests {
     /// Two instances over one folder, each with a storage object of its own, on a manual clock
     /// shared with the server, the session saved as a sign-in elsewhere would leave it.

@@ -9,7 +9,7 @@ import Testing
 /// backend writes through, in the measuring process and in every session process alike.
 @Suite(
     "Storage faults under the storage scenarios", .tags(.slow), .skippedInQuickRun, .serialized,
-    .timeLimit(.minutes(30)), .storageProcessTurn)
+    .timeLimit(.minutes(30)))
 struct StorageFaultRunTests {
     struct Result: Decodable {
         let store: String
