@@ -67,8 +67,10 @@ package struct SharedStorageHistory: Sendable {
     package enum Observation: Sendable {
         /// The first call of each instance of `process`, made over the saved session.
         case firsts(process: Int, results: [Result<UInt64, SessionError>])
-        /// An event (a 401 storm or an expiry) and what its callers got.
-        case event(Event, answers: [Answer], ledger: [LedgerEntry])
+        /// An event (a 401 storm or an expiry) and what its callers got; whether the machine was
+        /// crowded meanwhile (a lock with a timeout may then let its waiters go through no fault of
+        /// the store: their `refreshFailed` is not judged).
+        case event(Event, answers: [Answer], ledger: [LedgerEntry], crowded: Bool = false)
         /// What the storage held after `step`, and the newest generation any caller had by then.
         case storage(after: String, held: StoredState, newest: UInt64)
         /// `replicas`: the expiry after the lock holder was killed; how long it took from the kill,
@@ -113,6 +115,10 @@ package enum SharedStorageJudge {
     /// caller served a fresh token).
     package struct Tally: Sendable, Equatable {
         package var grantsTaken = 0
+        /// Events whose failed lock waits went unjudged on a crowded machine, and the grants they
+        /// would have counted.
+        package var crowdedEvents = 0
+        package var grantsNotCounted = 0
     }
 
     package static func judge(_ history: SharedStorageHistory) -> (findings: [Finding], tally: Tally) {
@@ -129,8 +135,8 @@ package enum SharedStorageJudge {
                                 "a store instance in process \(process) was made over the saved session (generation "
                                 + "\(history.saved)) but its first call got \(error)"))
                 }
-            case .event(let event, let answers, let ledger):
-                findings += judge(event, answers: answers, ledger: ledger, history, tally: &tally)
+            case .event(let event, let answers, let ledger, let crowded):
+                findings += judge(event, answers: answers, ledger: ledger, history, crowded: crowded, tally: &tally)
             case .storage(let step, let held, let newest):
                 findings += storage(after: step, held: held, newest: newest).map { [$0] } ?? []
             case .recovery(let event, let answers, let ledger, let seconds, let killedInTurn, let crowded):
@@ -168,9 +174,13 @@ package enum SharedStorageJudge {
 
     /// I1, I4, I6, I12, I13 for one event: exactly one refresh call across every holder, and every
     /// caller handed a token newer than the one its 401 was for, or issued after the expiry.
+    ///
+    /// On a `crowded` machine, over a backend whose lock has a timeout, callers that got
+    /// `refreshFailed` (and nothing else wrong) gave up waiting on a holder the machine slowed:
+    /// the backend's documented transient failure, not judged; the event is counted as crowded.
     static func judge(
         _ event: SharedStorageHistory.Event, answers: [Answer], ledger: [LedgerEntry], _ history: SharedStorageHistory,
-        tally: inout Tally
+        crowded: Bool = false, tally: inout Tally
     ) -> [Finding] {
         var findings: [Finding] = []
         let name = event.expiry ? "expiry" : "401 storm"
@@ -202,7 +212,14 @@ package enum SharedStorageJudge {
             guard case .failure(let error) = answer.result else { return nil }
             return (answer.instance, error)
         }
-        if let (instance, error) = failures.first, !refused {
+        let excused =
+            crowded && history.lockTimeout != nil && !failures.isEmpty
+            && failures.allSatisfy { $0.1 == .refreshFailed }
+        if excused {
+            tally.crowdedEvents += 1
+            if refreshes.count <= 1, stale.isEmpty { tally.grantsNotCounted += event.holders - 1 }
+        }
+        if let (instance, error) = failures.first, !refused, !excused {
             let ends = error == .refreshTokenRevoked || error == .signedOut
             findings.append(
                 Finding(

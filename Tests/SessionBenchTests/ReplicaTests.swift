@@ -60,7 +60,9 @@ struct ReplicaTests {
             let figures = try #require(result.persistence)
             #expect(figures.processes == 4 && figures.holders == 4)
             // Per four events: 3 replicas take the grant, 3, none (one alone), 2; after the crash, 2 of 3.
-            #expect(figures.grantsTaken == 4 * (3 + 3 + 0 + 2) + 2)
+            // Events whose lock waiters gave up on a crowded machine are not counted, and say so.
+            #expect(figures.grantsTaken + (figures.grantsNotCounted ?? 0) == 4 * (3 + 3 + 0 + 2) + 2)
+            #expect((figures.crowdedEvents ?? 0) <= 8, "most events judged, or the run is an error")
             #expect(figures.readsChecked == 4 * 16 * 2_000 && figures.storageCallsDuringReads == 0)
             // Measured, both figures; how long is too long is the driver's judgement (it passed),
             // made only when the machine let the replicas run (a loaded one makes any wait longer).

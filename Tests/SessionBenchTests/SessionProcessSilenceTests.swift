@@ -74,6 +74,46 @@ struct SessionProcessSilenceTests {
         #expect(crowded.looks.load(ordering: .relaxed) == 2 * SessionProcessLink.crowdedWindows)
     }
 
+    @Test(
+        "a silent process beside a peer blocked on the disk, or starved, or a machine waiting on the disk, is waited on; beside idle peers it is hung"
+    )
+    func peersCrowdedOut() async {
+        let quiet = Counts()
+        // Peers asleep (waiting on this process's lock, say), the disk quiet: the silence is this store's.
+        let idle = SessionProcessLink.PeerCounts(counts: [Self.times(0, ran: 0)], ioMicroseconds: 0)
+        #expect(
+            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: { idle }) { quiet.sample(waited: 0) }
+                == .timedOut)
+        // A peer holding the lock in an fsync as each window ends: the machine's.
+        var onDisk = idle
+        onDisk.counts[0]?.diskWaiting = 1
+        #expect(
+            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: { onDisk }) { quiet.sample(waited: 0) }
+                == .crowdedOut)
+        // The machine's tasks waited on the disk 100 s more at every look than any window took.
+        let looks = Atomic(0)
+        let ioWaits = {
+            SessionProcessLink.PeerCounts(
+                counts: [], ioMicroseconds: UInt64(looks.add(1, ordering: .relaxed).newValue) * 100_000_000)
+        }
+        #expect(
+            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: ioWaits) { quiet.sample(waited: 0) }
+                == .crowdedOut)
+        #expect(looks.load(ordering: .relaxed) == 2 * SessionProcessLink.crowdedWindows)
+        // A peer runnable and given a tenth of a CPU over the window.
+        let peerLooks = Atomic(0)
+        let starved = {
+            let look = Double(peerLooks.add(1, ordering: .relaxed).newValue)
+            return SessionProcessLink.PeerCounts(
+                counts: [
+                    CPUTimes(ranNanoseconds: UInt64(look * 1e6), waitedNanoseconds: UInt64(look * 1e9), runnable: 1)
+                ])
+        }
+        #expect(
+            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: starved) { quiet.sample(waited: 0) }
+                == .crowdedOut)
+    }
+
     @Test("a line that comes while a crowded-out wait is extended is the answer")
     func lineDuringExtension() async {
         let link = Self.link()

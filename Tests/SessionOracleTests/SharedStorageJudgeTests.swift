@@ -99,6 +99,39 @@ struct SharedStorageJudgeTests {
         #expect(judged == [.singleFlight], "the reuse is I1's (and the audit's I7), not the callers': \(judged)")
     }
 
+    @Test(
+        "refreshFailed on a crowded machine over a lock with a timeout: not judged, the event counted; anything else still is"
+    )
+    func crowdedLockWaits() async throws {
+        let ledger = try await Self.ledger(refreshes: 1)
+        let gaveUp = Self.answers([.success(2), .success(2), .failure(.refreshFailed), .failure(.refreshFailed)])
+        // Crowded, over a lock with a timeout: the waiters that gave up are the backend's transient failure.
+        let excused = SharedStorageJudge.judge(
+            Self.history([.event(Self.expiry, answers: gaveUp, ledger: ledger, crowded: true)], lockTimeout: 2))
+        #expect(excused.findings.isEmpty)
+        #expect(
+            excused.tally.grantsTaken == 0 && excused.tally.crowdedEvents == 1 && excused.tally.grantsNotCounted == 3)
+        // Not crowded, or no lock timeout to give up after: I12.
+        #expect(
+            Self.invariants(Self.history([.event(Self.expiry, answers: gaveUp, ledger: ledger)], lockTimeout: 2))
+                == [.served])
+        #expect(
+            Self.invariants(Self.history([.event(Self.expiry, answers: gaveUp, ledger: ledger, crowded: true)]))
+                == [.served])
+        // Crowded, but a caller was told the session ended: still I13. And two refreshes: still I1.
+        let ended = Self.answers([.success(2), .failure(.signedOut), .failure(.refreshFailed)])
+        #expect(
+            Self.invariants(
+                Self.history([.event(Self.expiry, answers: ended, ledger: ledger, crowded: true)], lockTimeout: 2))
+                == [.sessionKept])
+        let twice = try await Self.ledger(refreshes: 2)
+        #expect(
+            Self.invariants(
+                Self.history([.event(Self.expiry, answers: gaveUp, ledger: twice, crowded: true)], lockTimeout: 2)
+            )
+            .contains(.singleFlight))
+    }
+
     @Test("the storage after an event: older than a caller's token or empty is I15, unreadable I14, the newest nothing")
     func storage() {
         #expect(

@@ -136,9 +136,45 @@ public final class SessionProcessLink: Sendable {
 
     /// The next line, waiting `timeout` — longer while the machine starves the process or this
     /// one of CPU, up to ``crowdedWindows`` windows, when it gives up with `.crowdedOut`.
-    func next(within timeout: Duration) async -> Event {
-        await next(within: timeout, cpus: CPUPlacement.allowed.count) { [pid] in
+    ///
+    /// `peers` are the processes that share a storage with this one: its callers may wait on a
+    /// lock one of them holds, so a silence is also the machine's when a peer was crowded out, or
+    /// when the machine's tasks waited for the disk a fifth of the window (an `fsync` that stalls
+    /// the holder of the lock stalls every waiter on it).
+    func next(within timeout: Duration, peers: [SessionProcessLink] = []) async -> Event {
+        let watched = peers.compactMap(\.pid)
+        return await next(
+            within: timeout, cpus: CPUPlacement.allowed.count,
+            peers: {
+                watched.isEmpty
+                    ? PeerCounts()
+                    : PeerCounts(
+                        counts: watched.map { CPUTimes.process($0) },
+                        ioMicroseconds: MachinePressure.total(of: "/proc/pressure/io"))
+            }
+        ) { [pid] in
             (pid.flatMap { CPUTimes.process($0) }, CPUTimes.process(getpid()))
+        }
+    }
+
+    /// What the kernel counts of a wait's peers (``next(within:peers:)``) at a window's start or end.
+    struct PeerCounts {
+        var counts: [CPUTimes?] = []
+        /// The machine's total time with a task waiting for the disk (`/proc/pressure/io`).
+        var ioMicroseconds: UInt64?
+
+        /// Whether, from `before` to these counts over `seconds`, a peer was crowded out
+        /// (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``) or the machine's tasks waited
+        /// for the disk a fifth of the window or more.
+        func crowded(since before: PeerCounts, seconds: Double, cpus: Int) -> Bool {
+            guard seconds > 0 else { return false }
+            if let io = ioMicroseconds, let then = before.ioMicroseconds, 5 * Double(io &- then) / 1e6 >= seconds {
+                return true
+            }
+            return zip(before.counts, counts).contains { then, now in
+                guard let then, let now else { return false }
+                return BusyOrHung.crowdedOut(process: (then, now), waiter: nil, seconds: seconds, cpus: cpus)
+            }
         }
     }
 
@@ -149,7 +185,8 @@ public final class SessionProcessLink: Sendable {
     /// it, at most ``unwatchedWait``) waits without asking the kernel anything, so a protocol line
     /// costs no scan of the processes' threads; only a wait that lasts past it is watched.
     func next(
-        within timeout: Duration, cpus: Int, sample: () -> (process: CPUTimes?, waiter: CPUTimes?)
+        within timeout: Duration, cpus: Int, peers: () -> PeerCounts = { PeerCounts() },
+        sample: () -> (process: CPUTimes?, waiter: CPUTimes?)
     ) async -> Event {
         let unwatched = min(Self.unwatchedWait, timeout / 4)
         let first = await nextLine(within: unwatched)
@@ -157,13 +194,17 @@ public final class SessionProcessLink: Sendable {
         for window in 0..<Self.crowdedWindows {
             let started = ContinuousClock.now
             let before = sample()
+            let peersBefore = peers()
             let event = await nextLine(within: window == 0 ? timeout - unwatched : timeout)
             guard event == .timedOut else { return event }
             let after = sample()
-            let crowded = BusyOrHung.crowdedOut(
-                process: before.process.flatMap { then in after.process.map { (then, $0) } },
-                waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
-                seconds: (ContinuousClock.now - started).secondsValue, cpus: cpus)
+            let seconds = (ContinuousClock.now - started).secondsValue
+            let crowded =
+                BusyOrHung.crowdedOut(
+                    process: before.process.flatMap { then in after.process.map { (then, $0) } },
+                    waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
+                    seconds: seconds, cpus: cpus)
+                || peers().crowded(since: peersBefore, seconds: seconds, cpus: cpus)
             if !crowded { return .timedOut }
         }
         return .crowdedOut

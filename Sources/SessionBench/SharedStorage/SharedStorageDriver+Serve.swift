@@ -85,6 +85,10 @@ extension SharedStorageDriver {
                     + (TrapMessage.find(in: links[index].errors).map { ": \($0)" } ?? "")
                 outcome.verdict = .crashed
             case .crowdedOut:
+                if let why = databaseOutOfReach(directory) {
+                    outcome.storageFailed(SessionProcesses.unreachable(why))
+                    break
+                }
                 outcome.failure = SessionProcessLink.crowdedOut("session process \(index) (\(phase))")
             case .problem(let why):
                 outcome.failure = "the session process could not run: \(why)"
@@ -113,8 +117,12 @@ extension SharedStorageDriver {
             for (index, link) in links.enumerated() where !dead.contains(index) {
                 group.addTask {
                     var heard = Heard()
+                    // The processes that share the storage with this one: its callers may wait on
+                    // a lock one of them holds.
+                    let peers = links.enumerated().filter { $0.offset != index && !dead.contains($0.offset) }.map(
+                        \.element)
                     while !enough(heard) {
-                        switch await link.next(within: patience) {
+                        switch await link.next(within: patience, peers: peers) {
                         case .closed:
                             heard.end = .closed
                             return (index, heard)

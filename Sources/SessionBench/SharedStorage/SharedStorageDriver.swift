@@ -138,6 +138,17 @@ struct SharedStorageDriver: ContextDriver {
         let (findings, tally) = SharedStorageJudge.judge(history)
         oracle.record(findings)
         outcome.persistence?.grantsTaken += tally.grantsTaken
+        if tally.crowdedEvents > 0 {
+            outcome.persistence?.crowdedEvents = tally.crowdedEvents
+            outcome.persistence?.grantsNotCounted = tally.grantsNotCounted
+        }
+        // Most events' failed lock waits unjudged: the run did not earn a pass.
+        if outcome.failure == nil, tally.crowdedEvents * 2 > scenario.rounds {
+            outcome.failure =
+                "\(tally.crowdedEvents) of \(scenario.rounds) events ran on a machine that kept the processes from a "
+                + "CPU or the disk while callers waited on the \(backend.name) lock: too busy to judge the store "
+                + "(run on a quieter machine)"
+        }
         // After the database went out of reach or the disk refused a write, what the stores did is
         // not theirs to answer for.
         if !outcome.storageFault {
@@ -203,7 +214,10 @@ struct SharedStorageDriver: ContextDriver {
                 }
             }
             let advance = kind == .expiry ? scenario.tokenLifetime + .seconds(1) : .zero
+            let eventStarted = ContinuousClock.now
+            let atEvent = CrowdingSample(links)
             guard let heard = await run(kind, holders, advance: advance, context: context) else { return false }
+            let crowded = crowded(heard, since: eventStarted, from: atEvent, links: links, dead: dead)
             for answer in heard.flatMap(\.answers) {
                 outcome.latencies.record(kind == .expiry ? .refreshWait : .rejection, nanoseconds: answer.nanoseconds)
                 if let generation = try? answer.result.get() { handed.insert(generation) }
@@ -212,7 +226,7 @@ struct SharedStorageDriver: ContextDriver {
                 Event(
                     index: event, expiry: kind == .expiry, holders: holders.count, issuedBefore: issuedBefore,
                     held: held),
-                heard: heard, ledger: server.ledger.entries, history: &history, outcome: &outcome)
+                heard: heard, ledger: server.ledger.entries, crowded: crowded, history: &history, outcome: &outcome)
             recordStorage(after: "event \(event)", in: directory, handed: handed, history: &history, outcome: &outcome)
             // The driver could not read the storage (a database out of reach): nothing more to judge.
             guard outcome.failure == nil else { return false }
