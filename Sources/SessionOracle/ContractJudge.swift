@@ -222,7 +222,8 @@ package struct ContractJudge {
         let overtaken = timeline.events(of: event.account).contains {
             $0.startedNanos > event.startedNanos && $0.startedNanos < event.returnedNanos
         }
-        let trace = asked.prefix(3).map { "the server got " + Oracle.describe($0) }
+        // Described only for a finding: most sign-ins have none.
+        var trace: [String] { asked.prefix(3).map { "the server got " + Oracle.describe($0) } }
         switch event.error {
         case nil:
             guard !granted, refused else { return nil }

@@ -42,7 +42,21 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
         public let state: State
         public let event: Event
 
+        public init(state: State, event: Event) { (self.state, self.event) = (state, event) }
+
         public var description: String { "\(event.rawValue) when \(state.rawValue)" }
+
+        /// Every transition, states major, in the order of the cases.
+        static let all: [Transition] = State.allCases.flatMap { state in
+            Event.allCases.map { Transition(state: state, event: $0) }
+        }
+
+        private static let (states, events) = (State.allCases, Event.allCases)
+
+        /// Its bit in ``LifecycleCoverage/seenBits``.
+        var bit: UInt128 {
+            1 << (Self.states.firstIndex(of: state)! * Self.events.count + Self.events.firstIndex(of: event)!)
+        }
 
         public static func < (lhs: Self, rhs: Self) -> Bool {
             (State.allCases.firstIndex(of: lhs.state)!, Event.allCases.firstIndex(of: lhs.event)!)
@@ -71,14 +85,36 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
             + all(.refreshRefused, [.refreshing])
     }()
 
+    /// The transitions seen, a bit each (``Transition/bit``): `explore` adds and merges them for
+    /// every schedule, so a set's hashing would cost each schedule more than its judging of them.
+    private var seenBits: UInt128 = 0
     /// The transitions seen.
-    public private(set) var seen: Set<Transition> = []
+    public var seen: Set<Transition> { Set(Transition.all.filter { seenBits & $0.bit != 0 }) }
     /// Whether calls were waiting when a sign-in or sign-out began (parked across it), and whether
     /// the coordinator called the store right after one returned, from the same task.
     public private(set) var parkedAcrossFence = false
     public private(set) var readRightAfterFence = false
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey { case seen, parkedAcrossFence, readRightAfterFence }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        for transition in try container.decode([Transition].self, forKey: .seen) { insert(transition) }
+        parkedAcrossFence = try container.decode(Bool.self, forKey: .parkedAcrossFence)
+        readRightAfterFence = try container.decode(Bool.self, forKey: .readRightAfterFence)
+    }
+
+    /// As before the bits: `seen` a list of transitions (in order), then the two flags.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(seen.sorted(), forKey: .seen)
+        try container.encode(parkedAcrossFence, forKey: .parkedAcrossFence)
+        try container.encode(readRightAfterFence, forKey: .readRightAfterFence)
+    }
+
+    private mutating func insert(_ transition: Transition) { seenBits |= transition.bit }
 
     /// Adds what `calls` and the events and refreshes of `timeline` drove.
     package mutating func add(_ calls: [ObservedCall], timeline: SessionTimeline, skew: Duration) {
@@ -94,7 +130,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                     } ?? .rejectedCurrent
                 }
             if let state = state(of: call.account, at: call.startedNanos, clock: call.startedAt, timeline, skew: skew) {
-                seen.insert(Transition(state: state, event: event))
+                insert(Transition(state: state, event: event))
             }
         }
         for (account, events) in timeline.events {
@@ -103,7 +139,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                 let state = state(of: account, at: event.startedNanos - 1, clock: event.clockAt, timeline, skew: skew)
                 switch event.kind {
                 case .signOut:
-                    if let state { seen.insert(Transition(state: state, event: .signOut)) }
+                    if let state { insert(Transition(state: state, event: .signOut)) }
                 case .signIn(let slot, let family):
                     let kind: Event =
                         family == nil
@@ -111,7 +147,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                         : previousSlot == nil || previousSlot == slot
                             ? .signInSameUser
                             : .signInOtherUser
-                    if let state { seen.insert(Transition(state: state, event: kind)) }
+                    if let state { insert(Transition(state: state, event: kind)) }
                     if family != nil { previousSlot = slot }
                 }
                 if calls.contains(where: {
@@ -137,7 +173,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
                     case .reuseDetected, .familyRevoked, .unknownToken: .refreshRefused
                     case .refused: nil
                     }
-                if let event { seen.insert(Transition(state: .refreshing, event: event)) }
+                if let event { insert(Transition(state: .refreshing, event: event)) }
             }
         }
     }
@@ -146,7 +182,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
     /// synchronous read) not seen, in order.
     public func missing(synchronousRead: Bool) -> (expected: Int, missing: [Transition]) {
         let expected = Self.expected.filter { $0.event != .currentToken || synchronousRead }
-        return (expected.count, expected.filter { !seen.contains($0) })
+        return (expected.count, expected.filter { seenBits & $0.bit == 0 })
     }
 
     /// `22 of 33 transitions; not driven: …` (four named, then a count).
@@ -163,7 +199,7 @@ public struct LifecycleCoverage: Sendable, Codable, Hashable {
 
     /// Another run's transitions, added to these.
     public mutating func merge(_ other: LifecycleCoverage) {
-        seen.formUnion(other.seen)
+        seenBits |= other.seenBits
         parkedAcrossFence = parkedAcrossFence || other.parkedAcrossFence
         readRightAfterFence = readRightAfterFence || other.readRightAfterFence
     }

@@ -13,8 +13,9 @@ final class CallLog: Sendable {
     private let context = Mutex<[ObservedCall]>([])
     /// When the process died (`crash-restart`): a call under way then died with its caller.
     private let crashes = Mutex<[Int64]>([])
-    /// The calls under way: when each began, by a number of its own.
-    private let open = Mutex<(next: Int, began: [Int: Int64])>((0, [:]))
+    /// The calls under way: when each began, by a number of its own (a few at a time: a list,
+    /// cheaper than a dictionary to add to and take from for every call of every schedule).
+    private let open = Mutex<(next: Int, began: [(number: Int, at: Int64)])>((0, []))
     /// Each account's users, by slot.
     let subjects: [[Subject]]
     let clock: TokenClock
@@ -46,14 +47,16 @@ final class CallLog: Sendable {
         let began = TokenServer.realNanoseconds()
         let number = open.withLock(visibleTo: self) { open in
             open.next += 1
-            open.began[open.next] = began
+            open.began.append((open.next, began))
             return open.next
         }
         let (call, token) = await request.perform(
             on: store, caller: caller, account: account, kind: kind, phase: phase, clock: clock, subjects: subjects,
             cancelled: cancelled)
         recorded.withLock(visibleTo: self) { $0.calls.append(call) }
-        open.withLock(visibleTo: self) { _ = $0.began.removeValue(forKey: number) }
+        open.withLock(visibleTo: self) { open in
+            if let index = open.began.firstIndex(where: { $0.number == number }) { open.began.remove(at: index) }
+        }
         if let token { return .success(token) }
         return .failure(call.error ?? .signedOut)
     }
@@ -73,7 +76,7 @@ final class CallLog: Sendable {
 
     /// How many calls that began at or after `instant` (real nanoseconds) have not returned.
     func underWay(since instant: Int64) -> Int {
-        open.withLock(visibleTo: self) { $0.began.values.count { $0 >= instant } }
+        open.withLock(visibleTo: self) { $0.began.count { $0.at >= instant } }
     }
 
     /// Signs `user` in on `store`, `account`'s, and records it.
