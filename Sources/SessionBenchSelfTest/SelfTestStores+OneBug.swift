@@ -8,7 +8,7 @@ extension SelfTestStores {
     static let oneBug: [StoreDescriptor] = OneBug.allCases.map { bug in
         StoreDescriptor(
             name: bug.rawValue, summary: bug.summary + " (self-test)", isReferenceBroken: true,
-            offersSynchronousRead: true
+            offersSynchronousRead: true, persistsSession: bug == .savesAfterUnlock
         ) { OneBugStore(configuration: $0, bug: bug) }
     }
 }
@@ -31,6 +31,12 @@ enum OneBug: String, CaseIterable, Sendable {
     /// The same with 90 s, past the longest an answer may be late: an answer already landed can
     /// still wait behind the watchdog's timer, so any length is in reach.
     case slowWatchdog = "slow-watchdog"
+    /// The store keeps its session (the only one of these that does). Its refresh checks under
+    /// the lock that the session is still the one it refreshes, lets go of the lock, and saves the
+    /// new grant — a Keychain write is slow, and moving it out of the lock is the usual answer to a
+    /// lock held too long. A sign-out between the check and the save clears the storage and
+    /// returns; the save lands after it, and the next launch restores the ended session (I16).
+    case savesAfterUnlock = "saves-after-unlock"
 
     /// How long a waiter gives the shared refresh before it sends its own; `nil`: for ever.
     var patience: Duration? {
@@ -48,6 +54,7 @@ enum OneBug: String, CaseIterable, Sendable {
         case .keepsUserUntilGranted: "the previous session is served until the new sign-in is granted"
         case .impatientWaiter: "single-flight, but a caller that waited 5 s for the shared refresh sends one of its own"
         case .slowWatchdog: "a waiter gives the shared refresh 90 s, then sends its own"
+        case .savesAfterUnlock: "keeps its session, but a refresh saves its grant after letting go of the lock"
         }
     }
 }
@@ -74,11 +81,13 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
 
     private let configuration: SessionStoreConfiguration
     private let bug: OneBug
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     init(configuration: SessionStoreConfiguration, bug: OneBug) {
         self.configuration = configuration
         self.bug = bug
+        // Over a storage (`saves-after-unlock`), what the previous process saved.
+        state = Mutex(State(grant: (try? configuration.storage?.load()) ?? nil))
     }
 
     func currentToken() -> AccessToken? {
@@ -171,6 +180,10 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
     private func refresh(_ grant: TokenGrant, epoch: Int) async -> Result<TokenGrant, SessionError> {
         let result = await configuration.endpoint.refreshResult(grant.refreshToken).mapError(
             SessionError.init(refreshFailure:))
+        if bug == .savesAfterUnlock, case .success(let next) = result, state.withLock({ $0.epoch == epoch }) {
+            // The bug: the check and the save are two steps.
+            try? configuration.storage?.save(next)
+        }
         state.withLock { state in
             if bug == .rollbackOnFailure, case .failure(let error) = result, error != .refreshTokenRevoked {
                 // The bug: "keep the grant so that the next call retries", written without the
@@ -185,7 +198,9 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
             case .success(let next):
                 state.grant = next
                 state.failedGeneration = nil
-            case .failure(.refreshTokenRevoked): state.grant = nil
+            case .failure(.refreshTokenRevoked):
+                state.grant = nil
+                try? configuration.storage?.clear()
             case .failure: state.failedGeneration = grant.accessToken.generation
             }
         }
@@ -197,6 +212,7 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
             state.signInTicket += 1
             if bug != .keepsUserUntilGranted {
                 state = State(grant: nil, epoch: state.epoch + 1, signInTicket: state.signInTicket)
+                try? configuration.storage?.clear()
             }
             return (state.epoch, state.signInTicket)
         }
@@ -207,8 +223,12 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
             if bug == .keepsUserUntilGranted {
                 // The bug: the previous session ends only now.
                 state = State(grant: nil, epoch: state.epoch + 1, signInTicket: state.signInTicket)
+                try? configuration.storage?.clear()
             }
-            if case .success(let first) = answer { state.grant = first }
+            if case .success(let first) = answer {
+                try? configuration.storage?.save(first)
+                state.grant = first
+            }
             return true
         }
         guard current else { throw .signedOut }
@@ -218,6 +238,7 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
     func signOut() async {
         state.withLock { state in
             state = State(grant: nil, epoch: state.epoch + 1, signInTicket: state.signInTicket)
+            try? configuration.storage?.clear()
         }
     }
 }

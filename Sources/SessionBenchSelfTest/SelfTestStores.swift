@@ -18,7 +18,8 @@ import Synchronization
 /// cancelled 401 caller cancel the refresh every waiter shares; one is correct but hands every
 /// answer back through the main queue; and one correct store comes with one bug each of a kind
 /// auth libraries have shipped (a waiter's watchdog, a failure that rolls back past a sign-out, a
-/// 401 that replays a failure, a sign-in that keeps the old user until it is granted); and six
+/// 401 that replays a failure, a sign-in that keeps the old user until it is granted, a refreshed
+/// grant saved after letting go of the lock); and six
 /// are the mutex store with one step-up promise broken each (`step-up-…`). They
 /// are reference-broken (never run by default), and none is in the SessionBenchCLI library: the
 /// `session-bench` executable hands them to the command line when

@@ -18,7 +18,8 @@ extension ContractJudge {
         for call in calls where call.account == account {
             guard let token = call.token, let owner = family(token.generation) else { continue }
             let persisted = writes.contains {
-                $0.at <= call.endedNanos && ($0.generation.map { $0 >= token.generation && family($0) == owner } ?? false)
+                $0.at <= call.endedNanos
+                    && ($0.generation.map { $0 >= token.generation && family($0) == owner } ?? false)
             }
             if !persisted {
                 report(
@@ -28,7 +29,8 @@ extension ContractJudge {
                             "\(call.who) was handed generation \(token.generation) before the store saved it",
                         trace: [
                             "the storage's last writes before the call returned: "
-                                + (["none"] + writes.filter { $0.at <= call.endedNanos }.suffix(3).map {
+                                + (["none"]
+                                + writes.filter { $0.at <= call.endedNanos }.suffix(3).map {
                                     $0.generation.map { "save of generation \($0)" } ?? "clear"
                                 }).suffix(3).joined(separator: ", ")
                         ]))
@@ -56,7 +58,8 @@ extension ContractJudge {
         // token. Another grant's (an older one the server has since rotated away) or one the server
         // never issued leaves a storage that a restart cannot refresh from.
         for write in writes.dropFirst(start) {
-            guard let saving = write.generation, write.refreshUnknown || (write.refreshIssuedWith.map { $0 != saving } ?? false)
+            guard let saving = write.generation,
+                write.refreshUnknown || (write.refreshIssuedWith.map { $0 != saving } ?? false)
             else { continue }
             report(
                 Finding(
@@ -87,6 +90,23 @@ extension ContractJudge {
         // after them must not bring the ended session back.
         let ends = timeline.events(of: account).filter { $0.returnedNanos < instant }
         for end in ends.dropFirst(endsJudged[account] ?? 0) {
+            // What it left: by the time it returned, the storage's last write is its clear (or, for a
+            // sign-in, its own session's save), never a save of a session over by then — one that
+            // landed between the fence's clear and its return.
+            if let last = writes.last(where: { $0.at <= end.returnedNanos }), let generation = last.generation,
+                let owner = family(generation), owner != end.family,
+                let over = timeline.sessions[owner]?.ended, over.returnedNanos <= end.returnedNanos
+            {
+                report(
+                    Finding(
+                        invariant: .signOutDurable,
+                        summary:
+                            "the \(end.isSignIn ? "sign-in" : "sign-out") returned with generation \(generation) of the session it ended in the storage: a save landed after its clear",
+                        trace: [
+                            "the save came at \(relative(last.at, timeline)); the \(end.isSignIn ? "sign-in" : "sign-out") ran from \(relative(end.startedNanos, timeline)) to \(relative(end.returnedNanos, timeline))"
+                        ]))
+                break
+            }
             let before = writes.last { $0.at < end.startedNanos }
             guard before?.generation != nil else { continue }  // nothing saved: nothing to clear
             let cleared = writes.contains {
@@ -98,7 +118,9 @@ extension ContractJudge {
                         invariant: .signOutDurable,
                         summary:
                             "the storage was not cleared by the \(end.isSignIn ? "sign-in" : "sign-out"): it held generation \(before!.generation!) of the session that ended",
-                        trace: ["the \(end.isSignIn ? "sign-in" : "sign-out") ran from \(relative(end.startedNanos, timeline)) to \(relative(end.returnedNanos, timeline)) with no clear of the storage"]))
+                        trace: [
+                            "the \(end.isSignIn ? "sign-in" : "sign-out") ran from \(relative(end.startedNanos, timeline)) to \(relative(end.returnedNanos, timeline)) with no clear of the storage"
+                        ]))
                 break
             }
         }

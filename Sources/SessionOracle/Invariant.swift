@@ -163,7 +163,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
             flight during the sign-out was answered afterwards — and no file holds the ended session's refresh \
             token in clear (a backup, a leftover of an interrupted write); and in every round scenario, a sign-out \
             or a sign-in clears a saved session before it returns, nothing of a session is saved after its end \
-            returned, and nothing is held with nobody signed in
+            returned (`sign-out-race` and `user-switch` end it while the store saves its refreshed grant, the save \
+            held open until the fence returns), and nothing is held with nobody signed in
             """
         case .sealedAtRest:
             """
@@ -250,7 +251,9 @@ public struct Violation: Sendable, Hashable, Codable, CustomStringConvertible {
     /// How many times this invariant broke in the run (only the first is traced).
     public var occurrences: Int
 
-    package init(invariant: Invariant, scenario: String, seed: UInt64, summary: String, trace: [String], occurrences: Int) {
+    package init(
+        invariant: Invariant, scenario: String, seed: UInt64, summary: String, trace: [String], occurrences: Int
+    ) {
         self.invariant = invariant
         self.scenario = scenario
         self.seed = seed

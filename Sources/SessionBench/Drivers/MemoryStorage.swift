@@ -24,6 +24,22 @@ final class MemoryStorage: TokenStorage {
 
     init(pairing: (@Sendable (RefreshToken) -> UInt64?)? = nil) { self.pairing = pairing }
     private let witness = Mutex<SaveWitness?>(nil)
+    /// The next save's hold, armed by ``holdNextSave()``.
+    private let nextHold = Mutex<SaveHold?>(nil)
+    /// Saves under way, the held one included.
+    private let saving = Atomic<Int>(0)
+
+    /// Holds the next save open until the fence the harness times into it returns (``SaveHold``).
+    func holdNextSave(_ hold: SaveHold = SaveHold()) -> SaveHold {
+        // Another save under way (the fence's sign-in, waiting for the witness's read, which the
+        // store's lock holds back) is work in progress, as a runnable thread is.
+        hold.alsoWaitWhile { [weak self] in (self?.saving.load(ordering: .acquiring) ?? 0) > 1 }
+        nextHold.withLock(visibleTo: self) { $0 = hold }
+        return hold
+    }
+
+    /// Disarms a hold no save took.
+    func cancelHold() { nextHold.withLock(visibleTo: self) { $0 = nil } }
 
     /// Reads `store`'s synchronous path during each save from now on.
     func watch(_ store: any SynchronousTokenReading, startBound: Duration = SaveWitness.startBound) {
@@ -43,6 +59,12 @@ final class MemoryStorage: TokenStorage {
     func save(_ grant: TokenGrant) throws(StorageError) {
         StepTouches.note(StepFootprint(harness: true))
         let generation = grant.accessToken.generation
+        saving.add(1, ordering: .acquiringAndReleasing)
+        defer { saving.subtract(1, ordering: .acquiringAndReleasing) }
+        nextHold.withLock(visibleTo: self) { hold in
+            defer { hold = nil }
+            return hold
+        }?.hold()
         let seen = witness.withLock(visibleTo: self) { $0 }?.read()
         let paired = pairing.map { $0(grant.refreshToken) }
         let at = TokenServer.realNanoseconds()

@@ -8,7 +8,8 @@ import TokenServer
 extension RoundDriver {
     /// Latency and counts of served calls; the calls wait for the contract's judgement at the
     /// end of the round (``judgeRound()``), when everything they could depend on has happened.
-    mutating func record(_ calls: [ObservedCall]) {
+    /// `timed: false`: what the calls waited was the harness's doing (a save it held), not timed.
+    mutating func record(_ calls: [ObservedCall], timed: Bool = true) {
         history.calls += calls
         for call in calls {
             switch call.answer {
@@ -16,11 +17,11 @@ extension RoundDriver {
                 outcome.failedCalls += 1
             case .token(let issued):
                 outcome.operations += 1
-                outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
+                if timed { outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds) }
                 observedGenerations.insert(issued.generation)
             case .none:
                 outcome.operations += 1
-                outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds)
+                if timed { outcome.latencies.record(call.kind, nanoseconds: call.nanoseconds) }
             }
         }
     }

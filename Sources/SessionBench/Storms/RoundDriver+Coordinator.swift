@@ -32,7 +32,7 @@ extension RoundDriver {
         if let family = event.family { accountOfFamily[family] = account }
         events.append(event)
         try result.get()
-        outcome.latencies.record(.signIn, nanoseconds: t1 - t0)
+        if timesFences { outcome.latencies.record(.signIn, nanoseconds: t1 - t0) }
         outcome.operations += 1
         signedInSlot[account] = slot
         previousToken[account] = nil
@@ -60,7 +60,7 @@ extension RoundDriver {
         else { return false }
         events.append(
             SessionEvent(account: account, kind: .signOut, startedNanos: t0, returnedNanos: t1, clockAt: time.now))
-        outcome.latencies.record(.signOut, nanoseconds: t1 - t0)
+        if timesFences { outcome.latencies.record(.signOut, nanoseconds: t1 - t0) }
         outcome.operations += 1
         currentToken[account] = nil
         record(reads.map(\.0))

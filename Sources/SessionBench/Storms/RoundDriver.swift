@@ -36,6 +36,9 @@ struct RoundDriver: ContextDriver {
     var currentToken: [AccessToken?]
     var previousToken: [AccessToken?]
     var random: SeededRandom
+    /// Whether the coordinator's sign-ins and sign-outs are timed: not while a save the harness
+    /// holds open keeps them waiting (``savingFenceRound(round:fence:)``).
+    var timesFences = true
     /// Flaky rounds: which fault each round gets, drawn once from the seed.
     let faultPlan: [RoundFault]
     /// Counts allocations per storm caller, and reads live heap bytes for the scale storm's
@@ -178,20 +181,27 @@ struct RoundDriver: ContextDriver {
         case .rejectionStorm:
             return await rejectionRound(round: round)
         case .signOutRace:
-            switch round % 5 {
+            // A store that keeps its session meets a sixth kind of round: the fence during its save.
+            let cycle = storages.contains { $0 != nil } ? 6 : 5
+            switch round % cycle {
             case 0: return await inFlightFenceRound(round: round, fence: .signOut)
             case 1: return await cachedFenceRound(round: round, fence: .signOut)
             case 2: return await inFlightFenceRound(round: round, fence: .signOutAndBack)
             case 3: return await cachedFenceRound(round: round, fence: .signOutTwice)
-            default: return await heldSignInRound(round: round, overtaking: .signOut, bothHeld: round % 10 == 9)
+            case 4:
+                return await heldSignInRound(round: round, overtaking: .signOut, bothHeld: round / cycle % 2 == 1)
+            default: return await savingFenceRound(round: round, fence: .signOut)
             }
         case .userSwitch:
-            switch round % 5 {
+            let cycle = storages.contains { $0 != nil } ? 6 : 5
+            switch round % cycle {
             case 0: return await inFlightFenceRound(round: round, fence: .userSwitch)
             case 1: return await cachedFenceRound(round: round, fence: .userSwitch)
             case 2: return await inFlightFenceRound(round: round, fence: .signInAgain)
             case 3: return await cachedFenceRound(round: round, fence: .refusedSwitch)
-            default: return await heldSignInRound(round: round, overtaking: .userSwitch, bothHeld: round % 10 == 9)
+            case 4:
+                return await heldSignInRound(round: round, overtaking: .userSwitch, bothHeld: round / cycle % 2 == 1)
+            default: return await savingFenceRound(round: round, fence: .userSwitch)
             }
         default:
             preconditionFailure("Internal inconsistency: \(scenario.kind.rawValue) is not a storm (StormFamily.kinds)")

@@ -1,0 +1,61 @@
+import SessionContract
+import SessionOracle
+import SessionSync
+import TokenServer
+
+/// The round that ends a session while the store saves its refreshed grant.
+extension RoundDriver {
+    /// Callers wait on a held refresh; once it is answered and the store begins to save the new
+    /// grant, the save is held open (``SaveHold``) and the session ends — a sign-out, or another
+    /// user's sign-in — then the save goes on. Whatever the callers get, nothing of the ended
+    /// session may be saved once the fence returned (I16): a store that checks its session under
+    /// its lock and saves after letting go of it writes the ended session back over the fence's
+    /// clear. Calls started after the fence returned get nothing of it. Played for stores that
+    /// keep their session: the others have no save to time the fence into.
+    mutating func savingFenceRound(round: Int, fence: Fence) async -> Bool {
+        advancePastExpiry()
+        server.setContext("round \(round) \(fence) while the refreshed grant is saved")
+        let tasks = scenario.tasks
+        let probes = max(stores.count, min(tasks, 8))
+        let read: Plan = { _, _ in .validToken }
+        guard
+            let waiters = await heldWave(
+                0..<tasks, kind: .refreshWait,
+                phase: "round \(round) callers whose refresh is saved during the \(fence)",
+                plan: read)
+        else { return false }
+        let holds = storages.map { $0?.holdNextSave() }
+        server.gate.release()
+        // Until each account's save has begun, or the callers are back without one (a store that
+        // saves nothing of a refresh has no save to hold).
+        // A store that hangs before its save is reported by the collection below, after one hang
+        // timeout: this wait is shorter.
+        let deadline = ContinuousClock.now + min(runner.hangTimeout, .seconds(2))
+        while holds.contains(where: { $0.map { !$0.hasBegun } ?? false }),
+            waiters.latch.finishedCount < waiters.count, ContinuousClock.now < deadline
+        {
+            await pause(.microseconds(100))
+        }
+        // A hold no save took must not hold the fence's own save (a sign-in saves its grant).
+        for (storage, hold) in zip(storages, holds) where hold?.hasBegun == false { storage?.cancelHold() }
+        for hold in holds { hold?.fenceBegins() }
+        // The fence's own time includes the hold, the harness's doing: not the store's latency.
+        timesFences = false
+        let fenced = await endSessions(fence)
+        timesFences = true
+        for hold in holds { hold?.release() }
+        guard fenced, await probeSynchronousRead("round \(round) right after the \(fence) returned") else {
+            return false
+        }
+        let early = launch(
+            tasks..<(tasks + probes), kind: .read, phase: "round \(round) calls started after the \(fence) returned",
+            plan: read)
+        guard let parked = await collect([waiters], phase: "round \(round) after the \(fence)"),
+            let first = await collect([early], phase: "round \(round) after the \(fence)")
+        else { return false }
+        // What the callers waited includes the hold, the harness's own: not the store's latency.
+        record(parked, timed: false)
+        record(first)
+        return await afterFence(fence, round: round)
+    }
+}
