@@ -23,6 +23,7 @@ struct CrashRestartTests {
         let violations: [Violation]
         let persistence: PersistenceFigures?
         let latencies: [Latency]
+        let failure: String?
     }
 
     struct Violation: Decodable { let invariant: Int }
@@ -55,13 +56,38 @@ struct CrashRestartTests {
 
     struct Rows<Row: Decodable>: Decodable { let results: [Row] }
 
+    /// `compare` as ``compare(_:as:)`` runs it; then each store × scenario whose run ended in the
+    /// machine's error (``MachineError``) is run again alone, two more tries at most, its row
+    /// replaced. A verdict on the store (a pass, a failure, a hang) is never run again. The
+    /// status is the first run's, or 0 once every row it had in error passed on a later try.
+    static func compareRetryingMachineErrors<Row: MachineJudgedRow>(_ arguments: [String], as: Row.Type)
+        async throws -> (status: Int32, results: [Row], printed: String)
+    {
+        var (status, results, printed) = try await compare(arguments, as: Row.self)
+        for (index, row) in results.enumerated() where MachineError.matches(row) {
+            var again = row
+            for _ in 0..<2 where MachineError.matches(again) {
+                let retry = try await compare(
+                    MachineError.otherOptions(arguments) + ["--stores", row.store, "--scenario", row.scenario],
+                    as: Row.self)
+                printed += "\n(run again: the machine's error)\n" + retry.printed
+                again = retry.results.first ?? again
+            }
+            results[index] = again
+        }
+        if status != 0, results.allSatisfy({ $0.verdict == "pass" }) { status = 0 }
+        return (status, results, printed)
+    }
+
     @Test("correct stores pass every crash point on every correct backend; reads never touch storage")
     func correctStoresPass() async throws {
         let (status, results, printed) = try await compare([
             "--stores", "mutex,lock-free-read", "--scenario", "crash-restart",
         ])
         #expect(status == 0, "\(printed)")
-        #expect(results.count == 2 * StorageBackendCatalog.correct(servers: false).count, "two stores × every correct backend")
+        #expect(
+            results.count == 2 * StorageBackendCatalog.correct(servers: false).count,
+            "two stores × every correct backend")
         for result in results {
             #expect(result.verdict == "pass", "\(result.store) × \(result.scenario): \(result.violations)")
             let figures = try #require(result.persistence)
@@ -155,14 +181,17 @@ struct CrashRestartTests {
         #expect(finished.status == 0, "\(finished.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
 
-        let (pid, output) = try ToolProcess.spawn(arguments + ["--rounds", "200"], environment: ["TMPDIR": scratch.path])
+        let (pid, output) = try ToolProcess.spawn(
+            arguments + ["--rounds", "200"], environment: ["TMPDIR": scratch.path])
         defer { try? FileManager.default.removeItem(at: output) }
         // Stopped while session processes are being killed and restarted over the folder.
         // Up to 30 s: a sanitized build on a busy machine takes seconds to reach the first round.
         var sawFolder = false
         for _ in 0..<1_200 where !sawFolder {
             try await Task.sleep(for: .milliseconds(25))
-            sawFolder = FileManager.default.subpaths(atPath: scratch.path)?.contains { $0.contains("session-bench-storage-") } == true
+            sawFolder =
+                FileManager.default.subpaths(atPath: scratch.path)?.contains { $0.contains("session-bench-storage-") }
+                == true
         }
         #expect(sawFolder, "the run made its storage folder under TMPDIR")
         kill(pid, SIGTERM)
@@ -263,7 +292,8 @@ struct CrashRestartTests {
             .plan(plan), .grant(id: 5, grant), .failure(id: 6, .invalidGrant),
             .round(SharedRound(index: 4, action: .expiry, advance: 61_000_000_000, holders: [0, 2, 3])),
             .round(SharedRound(index: 5, action: .signOut, advance: 0, holders: [0])),
-            .answered(instance: 1, .success(8), nanoseconds: 77), .answered(instance: 0, .failure(.signedOut), nanoseconds: 5),
+            .answered(instance: 1, .success(8), nanoseconds: 77),
+            .answered(instance: 0, .failure(.signedOut), nanoseconds: 5),
             .roundDone(4),
         ]
         for line in lines {
@@ -271,5 +301,42 @@ struct CrashRestartTests {
             #expect(!line.encoded.contains("\n"))
         }
         #expect(SessionLine(line: "a store's own print") == nil)
+    }
+}
+
+/// A row of `compare`'s JSON, enough to tell a verdict on the store from the machine's error.
+protocol MachineJudgedRow: Decodable {
+    var store: String { get }
+    var scenario: String { get }
+    var verdict: String { get }
+    var failure: String? { get }
+}
+
+extension CrashRestartTests.Result: MachineJudgedRow {}
+
+/// A run over session processes that ended in `error` because the machine was too busy for a
+/// verdict: a database that did not answer in time, processes kept from a CPU or the disk for
+/// every window of a long wait. The tool says so rather than judge the store; a test beside the
+/// rest of the suite on 2 cores meets it, and runs that store × scenario again.
+enum MachineError {
+    static func matches(_ row: some MachineJudgedRow) -> Bool {
+        guard row.verdict == "error", let failure = row.failure else { return false }
+        return failure.contains("database unreachable") || failure.contains("too busy")
+    }
+
+    /// `arguments` without their `--stores` and `--scenario` options.
+    static func otherOptions(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var skip = false
+        for argument in arguments {
+            if skip {
+                skip = false
+            } else if argument == "--stores" || argument == "--scenario" {
+                skip = true
+            } else {
+                kept.append(argument)
+            }
+        }
+        return kept
     }
 }
