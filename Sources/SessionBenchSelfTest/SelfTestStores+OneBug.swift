@@ -8,7 +8,7 @@ extension SelfTestStores {
     static let oneBug: [StoreDescriptor] = OneBug.allCases.map { bug in
         StoreDescriptor(
             name: bug.rawValue, summary: bug.summary + " (self-test)", isReferenceBroken: true,
-            offersSynchronousRead: true, persistsSession: bug == .savesAfterUnlock
+            offersSynchronousRead: true, persistsSession: bug.persists
         ) { OneBugStore(configuration: $0, bug: bug) }
     }
 }
@@ -37,6 +37,14 @@ enum OneBug: String, CaseIterable, Sendable {
     /// lock held too long. A sign-out between the check and the save clears the storage and
     /// returns; the save lands after it, and the next launch restores the ended session (I16).
     case savesAfterUnlock = "saves-after-unlock"
+    /// Keeps its session, and refreshes right; its sign-in checks under the lock that it is still
+    /// the latest sign-in with no sign-out since, lets go of the lock and saves the new grant, then
+    /// publishes it if still current. A sign-out (or another sign-in) between the check and the
+    /// save clears the storage and returns; the overtaken sign-in's save lands after it (I16).
+    case signInSavesAfterUnlock = "sign-in-saves-after-unlock"
+
+    /// Whether the store keeps its session in the storage it is given.
+    var persists: Bool { self == .savesAfterUnlock || self == .signInSavesAfterUnlock }
 
     /// How long a waiter gives the shared refresh before it sends its own; `nil`: for ever.
     var patience: Duration? {
@@ -55,6 +63,7 @@ enum OneBug: String, CaseIterable, Sendable {
         case .impatientWaiter: "single-flight, but a caller that waited 5 s for the shared refresh sends one of its own"
         case .slowWatchdog: "a waiter gives the shared refresh 90 s, then sends its own"
         case .savesAfterUnlock: "keeps its session, but a refresh saves its grant after letting go of the lock"
+        case .signInSavesAfterUnlock: "keeps its session, but a sign-in saves its grant after letting go of the lock"
         }
     }
 }
@@ -196,6 +205,8 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
             state.refreshing = nil
             switch result {
             case .success(let next):
+                // Saved before it is published, under the lock (`saves-after-unlock` saved it above).
+                if bug == .signInSavesAfterUnlock { try? configuration.storage?.save(next) }
                 state.grant = next
                 state.failedGeneration = nil
             case .failure(.refreshTokenRevoked):
@@ -225,14 +236,24 @@ final class OneBugStore: SessionStore, SynchronousTokenReading {
                 state = State(grant: nil, epoch: state.epoch + 1, signInTicket: state.signInTicket)
                 try? configuration.storage?.clear()
             }
-            if case .success(let first) = answer {
+            if case .success(let first) = answer, bug != .signInSavesAfterUnlock {
                 try? configuration.storage?.save(first)
                 state.grant = first
             }
             return true
         }
         guard current else { throw .signedOut }
-        guard case .success = answer else { throw .signInFailed }
+        guard case .success(let first) = answer else { throw .signInFailed }
+        if bug == .signInSavesAfterUnlock {
+            // The bug: the check and the save are two steps (the publish checks again).
+            try? configuration.storage?.save(first)
+            let published = state.withLock { state -> Bool in
+                guard state.epoch == epoch, state.signInTicket == ticket else { return false }
+                state.grant = first
+                return true
+            }
+            guard published else { throw .signedOut }
+        }
     }
 
     func signOut() async {

@@ -163,8 +163,8 @@ public enum Invariant: Int, Sendable, Hashable, Codable, CaseIterable, CustomStr
             flight during the sign-out was answered afterwards — and no file holds the ended session's refresh \
             token in clear (a backup, a leftover of an interrupted write); and in every round scenario, a sign-out \
             or a sign-in clears a saved session before it returns, nothing of a session is saved after its end \
-            returned (`sign-out-race` and `user-switch` end it while the store saves its refreshed grant, the save \
-            held open until the fence returns), and nothing is held with nobody signed in
+            returned (`sign-out-race` and `user-switch` end it while the store saves its refreshed grant, or a \
+            sign-in's, the save held open until the fence returns), and nothing is held with nobody signed in
             """
         case .sealedAtRest:
             """

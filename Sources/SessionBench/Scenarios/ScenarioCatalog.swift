@@ -60,7 +60,8 @@ public enum ScenarioCatalog {
                 the user signs out, in turn: while 32 callers wait on a held refresh; while 16 readers (both \
                 reads, in turn) hit a fresh cached token; while the refresh is held, then signs in again at once \
                 before it lands; twice in a row; for a store that keeps its session, while it saves the \
-                refreshed grant (the save held open until the sign-out returns); calls after it returns must get \
+                refreshed grant, or in turn another user's sign-in (the save held open until the sign-out \
+                returns); calls after it returns must get \
                 nothing of the session; every fourth sign-in after it is refused first
                 """),
         ScenarioPreset(
@@ -70,7 +71,7 @@ public enum ScenarioCatalog {
                 the same with another sign-in instead of a sign-out, in turn: user B with a refresh in flight, \
                 user B with a cached token, the same user again with a refresh in flight, user B refused by the \
                 server (A's session ends all the same), and for a store that keeps its session, user B while it \
-                saves A's refreshed grant
+                saves A's refreshed grant, or in turn A again while it saves B's sign-in
                 """),
         ScenarioPreset(
             Scenario(

@@ -58,4 +58,46 @@ extension RoundDriver {
         record(first)
         return await afterFence(fence, round: round)
     }
+
+    /// A sign-in whose grant the store is saving when the session ends: the sign-in (of the other
+    /// user) is answered, and once the store begins to save its grant the save is held open
+    /// (``SaveHold``) while the fence runs — a sign-out, or a sign-in of the user signed in before —
+    /// then goes on. The fence overtakes the held sign-in: nothing of its session may be saved once
+    /// the fence returned (I16). A store that checks under its lock that its sign-in is still
+    /// current, then saves after letting go of the lock, writes the overtaken session over the
+    /// fence's clear.
+    mutating func savingSignInRound(round: Int, fence: Fence) async -> Bool {
+        server.setContext("round \(round) \(fence) while a sign-in's grant is saved")
+        let holds = storages.map { $0?.holdNextSave() }
+        let signIns = stores.indices.map { startSignIn($0, slot: 1 - signedInSlot[$0]) }
+        // Until each account's save has begun, or its sign-in is back without one. A store that
+        // hangs before its save is reported below, after one hang timeout: this wait is shorter.
+        let deadline = ContinuousClock.now + min(runner.hangTimeout, .seconds(2))
+        while zip(holds, signIns).contains(where: { hold, signIn in
+            (hold.map { !$0.hasBegun } ?? false) && !signIn.returned
+        }), ContinuousClock.now < deadline {
+            await pause(.microseconds(100))
+        }
+        for (storage, hold) in zip(storages, holds) where hold?.hasBegun == false { storage?.cancelHold() }
+        for hold in holds { hold?.fenceBegins() }
+        // The fence's own time includes the hold, the harness's doing: not the store's latency. A
+        // user switch signs the earlier user in again: the held sign-in was the other's.
+        timesFences = false
+        let fenced = await endSessions(fence == .userSwitch ? .signInAgain : fence)
+        timesFences = true
+        for hold in holds { hold?.release() }
+        guard fenced else { return false }
+        for held in signIns {
+            guard
+                let event = await watched(
+                    .signIn, phase: "round \(round) the sign-in whose save the \(fence) overtook",
+                    { await held.task.value })
+            else { return false }
+            events.append(event)
+        }
+        guard await probeSynchronousRead("round \(round) after the sign-in whose save was held returned") else {
+            return false
+        }
+        return await afterFence(fence, round: round)
+    }
 }

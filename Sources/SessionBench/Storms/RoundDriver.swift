@@ -190,7 +190,11 @@ struct RoundDriver: ContextDriver {
             case 3: return await cachedFenceRound(round: round, fence: .signOutTwice)
             case 4:
                 return await heldSignInRound(round: round, overtaking: .signOut, bothHeld: round / cycle % 2 == 1)
-            default: return await savingFenceRound(round: round, fence: .signOut)
+            default:
+                // In turn, the refresh's save or a sign-in's.
+                return round / cycle % 2 == 1
+                    ? await savingSignInRound(round: round, fence: .signOut)
+                    : await savingFenceRound(round: round, fence: .signOut)
             }
         case .userSwitch:
             let cycle = storages.contains { $0 != nil } ? 6 : 5
@@ -201,7 +205,10 @@ struct RoundDriver: ContextDriver {
             case 3: return await cachedFenceRound(round: round, fence: .refusedSwitch)
             case 4:
                 return await heldSignInRound(round: round, overtaking: .userSwitch, bothHeld: round / cycle % 2 == 1)
-            default: return await savingFenceRound(round: round, fence: .userSwitch)
+            default:
+                return round / cycle % 2 == 1
+                    ? await savingSignInRound(round: round, fence: .userSwitch)
+                    : await savingFenceRound(round: round, fence: .userSwitch)
             }
         default:
             preconditionFailure("Internal inconsistency: \(scenario.kind.rawValue) is not a storm (StormFamily.kinds)")
