@@ -176,8 +176,9 @@ package enum SharedStorageJudge {
     /// caller handed a token newer than the one its 401 was for, or issued after the expiry.
     ///
     /// On a `crowded` machine, over a backend whose lock has a timeout, callers that got
-    /// `refreshFailed` (and nothing else wrong) gave up waiting on a holder the machine slowed:
-    /// the backend's documented transient failure, not judged; the event is counted as crowded.
+    /// `refreshFailed` in an event otherwise right (one refresh, a caller served by it, nothing
+    /// stale or refused) gave up waiting on a holder the machine slowed: the backend's documented
+    /// transient failure, not judged; the event is counted as crowded.
     static func judge(
         _ event: SharedStorageHistory.Event, answers: [Answer], ledger: [LedgerEntry], _ history: SharedStorageHistory,
         crowded: Bool = false, tally: inout Tally
@@ -212,12 +213,14 @@ package enum SharedStorageJudge {
             guard case .failure(let error) = answer.result else { return nil }
             return (answer.instance, error)
         }
+        // Only an event otherwise right: one refresh made, a caller served by it, nothing stale,
+        // nothing refused, and every failure a lock wait given up.
         let excused =
-            crowded && history.lockTimeout != nil && !failures.isEmpty
-            && failures.allSatisfy { $0.1 == .refreshFailed }
+            crowded && history.lockTimeout != nil && !failures.isEmpty && !refused && refreshes.count == 1
+            && stale.isEmpty && failures.count < answers.count && failures.allSatisfy { $0.1 == .refreshFailed }
         if excused {
             tally.crowdedEvents += 1
-            if refreshes.count <= 1, stale.isEmpty { tally.grantsNotCounted += event.holders - 1 }
+            tally.grantsNotCounted += event.holders - 1
         }
         if let (instance, error) = failures.first, !refused, !excused {
             let ends = error == .refreshTokenRevoked || error == .signedOut

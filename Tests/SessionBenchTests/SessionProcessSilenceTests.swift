@@ -75,43 +75,64 @@ struct SessionProcessSilenceTests {
     }
 
     @Test(
-        "a silent process beside a peer blocked on the disk, or starved, or a machine waiting on the disk, is waited on; beside idle peers it is hung"
+        "a silent process beside a peer blocked on the disk or starved, or a machine waiting on the disk, is waited on a few windows more; beside idle peers it is hung at once"
     )
     func peersCrowdedOut() async {
-        let quiet = Counts()
+        /// `peers` sampled, counting its looks: two per window watched.
+        func silence(_ peers: @escaping (Int) -> SessionProcessLink.PeerCounts) async -> (SessionProcessLink.Event, Int)
+        {
+            let looks = Atomic(0)
+            let quiet = Counts()
+            let event = await Self.link().next(
+                within: .milliseconds(20), cpus: 2,
+                peers: { peers(looks.add(1, ordering: .relaxed).newValue) }
+            ) { quiet.sample(waited: 0) }
+            return (event, looks.load(ordering: .relaxed))
+        }
         // Peers asleep (waiting on this process's lock, say), the disk quiet: the silence is this store's.
         let idle = SessionProcessLink.PeerCounts(counts: [Self.times(0, ran: 0)], ioMicroseconds: 0)
-        #expect(
-            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: { idle }) { quiet.sample(waited: 0) }
-                == .timedOut)
-        // A peer holding the lock in an fsync as each window ends: the machine's.
+        let (alone, aloneLooks) = await silence { _ in idle }
+        #expect(alone == .timedOut && aloneLooks == 2, "one window")
+        // The first window and `peerWindows` more, a look before and after each; the last, its
+        // excuses spent, is not looked at again.
+        let excused = 2 * (1 + SessionProcessLink.peerWindows) - 1
+        // A peer holding the lock in an fsync as each window ends: waited on, then hung all the same.
         var onDisk = idle
         onDisk.counts[0]?.diskWaiting = 1
-        #expect(
-            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: { onDisk }) { quiet.sample(waited: 0) }
-                == .crowdedOut)
+        let (disk, diskLooks) = await silence { _ in onDisk }
+        #expect(disk == .timedOut && diskLooks == excused)
         // The machine's tasks waited on the disk 100 s more at every look than any window took.
-        let looks = Atomic(0)
-        let ioWaits = {
-            SessionProcessLink.PeerCounts(
-                counts: [], ioMicroseconds: UInt64(looks.add(1, ordering: .relaxed).newValue) * 100_000_000)
+        let (io, ioLooks) = await silence { look in
+            SessionProcessLink.PeerCounts(counts: [], ioMicroseconds: UInt64(look) * 100_000_000)
         }
-        #expect(
-            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: ioWaits) { quiet.sample(waited: 0) }
-                == .crowdedOut)
-        #expect(looks.load(ordering: .relaxed) == 2 * SessionProcessLink.crowdedWindows)
-        // A peer runnable and given a tenth of a CPU over the window.
-        let peerLooks = Atomic(0)
-        let starved = {
-            let look = Double(peerLooks.add(1, ordering: .relaxed).newValue)
-            return SessionProcessLink.PeerCounts(
-                counts: [
-                    CPUTimes(ranNanoseconds: UInt64(look * 1e6), waitedNanoseconds: UInt64(look * 1e9), runnable: 1)
-                ])
+        #expect(io == .timedOut && ioLooks == excused)
+        // A peer runnable and given a thousandth of what it wanted over each window.
+        let (starved, starvedLooks) = await silence { look in
+            SessionProcessLink.PeerCounts(counts: [
+                CPUTimes(
+                    ranNanoseconds: UInt64(look) * 1_000_000, waitedNanoseconds: UInt64(look) * 1_000_000_000,
+                    runnable: 1)
+            ])
         }
-        #expect(
-            await Self.link().next(within: .milliseconds(20), cpus: 2, peers: starved) { quiet.sample(waited: 0) }
-                == .crowdedOut)
+        #expect(starved == .timedOut && starvedLooks == excused)
+        // A peer running its share of a busy machine is not starved: no excuse.
+        let (sharing, sharingLooks) = await silence { look in
+            SessionProcessLink.PeerCounts(counts: [
+                CPUTimes(ranNanoseconds: UInt64(look) * 15_000_000, waitedNanoseconds: UInt64(look) * 15_000_000)
+            ])
+        }
+        #expect(sharing == .timedOut && sharingLooks == 2)
+        // A line from the process during an excused window is the answer.
+        let link = Self.link()
+        let quiet = Counts()
+        let event = await link.next(
+            within: .milliseconds(20), cpus: 2,
+            peers: {
+                if quiet.looks.load(ordering: .relaxed) == 3 { link.deliver("late") }
+                return onDisk
+            }
+        ) { quiet.sample(waited: 0) }
+        #expect(event == .line("late"))
     }
 
     @Test("a line that comes while a crowded-out wait is extended is the answer")

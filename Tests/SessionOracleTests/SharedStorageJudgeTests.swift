@@ -118,6 +118,18 @@ struct SharedStorageJudgeTests {
         #expect(
             Self.invariants(Self.history([.event(Self.expiry, answers: gaveUp, ledger: ledger, crowded: true)]))
                 == [.served])
+        // Crowded, but no caller served, or no refresh made: the lock's timeout explains nothing: I12.
+        let noneServed = Self.answers(Array(repeating: .failure(.refreshFailed), count: 4))
+        #expect(
+            Self.invariants(
+                Self.history([.event(Self.expiry, answers: noneServed, ledger: ledger, crowded: true)], lockTimeout: 2))
+                == [.served])
+        let noRefresh = try await Self.ledger(refreshes: 0)
+        #expect(
+            Self.invariants(
+                Self.history([.event(Self.expiry, answers: gaveUp, ledger: noRefresh, crowded: true)], lockTimeout: 2)
+            )
+            .contains(.served))
         // Crowded, but a caller was told the session ended: still I13. And two refreshes: still I1.
         let ended = Self.answers([.success(2), .failure(.signedOut), .failure(.refreshFailed)])
         #expect(

@@ -58,6 +58,9 @@ public final class SessionProcessLink: Sendable {
     /// How many windows of the hang timeout one wait may take while the machine keeps the
     /// process or the driver from a CPU (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``).
     static let crowdedWindows = BusyOrHung.processWindows
+    /// How many of those windows a peer's slow disk or starvation alone may excuse
+    /// (``next(within:peers:)``): enough for an `fsync` that stalls for seconds.
+    static let peerWindows = 2
 
     private struct Inbox {
         var lines: [String] = []
@@ -138,9 +141,10 @@ public final class SessionProcessLink: Sendable {
     /// one of CPU, up to ``crowdedWindows`` windows, when it gives up with `.crowdedOut`.
     ///
     /// `peers` are the processes that share a storage with this one: its callers may wait on a
-    /// lock one of them holds, so a silence is also the machine's when a peer was crowded out, or
-    /// when the machine's tasks waited for the disk a fifth of the window (an `fsync` that stalls
-    /// the holder of the lock stalls every waiter on it).
+    /// lock one of them holds, so a silence is also the machine's when a peer was blocked on the
+    /// disk or starved, or when the machine's tasks waited for the disk a fifth of the window (an
+    /// `fsync` that stalls the holder of the lock stalls every waiter on it) — for
+    /// ``peerWindows`` more windows at most.
     func next(within timeout: Duration, peers: [SessionProcessLink] = []) async -> Event {
         let watched = peers.compactMap(\.pid)
         return await next(
@@ -163,9 +167,9 @@ public final class SessionProcessLink: Sendable {
         /// The machine's total time with a task waiting for the disk (`/proc/pressure/io`).
         var ioMicroseconds: UInt64?
 
-        /// Whether, from `before` to these counts over `seconds`, a peer was crowded out
-        /// (``BusyOrHung/crowdedOut(process:waiter:seconds:cpus:)``) or the machine's tasks waited
-        /// for the disk a fifth of the window or more.
+        /// Whether, from `before` to these counts over `seconds`, a peer was blocked on the disk as
+        /// the window ended or starved of CPU (``BusyOrHung/starved(before:after:seconds:cpus:)``), or
+        /// the machine's tasks waited for the disk a fifth of the window or more.
         func crowded(since before: PeerCounts, seconds: Double, cpus: Int) -> Bool {
             guard seconds > 0 else { return false }
             if let io = ioMicroseconds, let then = before.ioMicroseconds, 5 * Double(io &- then) / 1e6 >= seconds {
@@ -173,7 +177,7 @@ public final class SessionProcessLink: Sendable {
             }
             return zip(before.counts, counts).contains { then, now in
                 guard let then, let now else { return false }
-                return BusyOrHung.crowdedOut(process: (then, now), waiter: nil, seconds: seconds, cpus: cpus)
+                return now.diskWaiting > 0 || BusyOrHung.starved(before: then, after: now, seconds: seconds, cpus: cpus)
             }
         }
     }
@@ -191,6 +195,7 @@ public final class SessionProcessLink: Sendable {
         let unwatched = min(Self.unwatchedWait, timeout / 4)
         let first = await nextLine(within: unwatched)
         guard first == .timedOut else { return first }
+        var peerWindows = 0
         for window in 0..<Self.crowdedWindows {
             let started = ContinuousClock.now
             let before = sample()
@@ -199,13 +204,16 @@ public final class SessionProcessLink: Sendable {
             guard event == .timedOut else { return event }
             let after = sample()
             let seconds = (ContinuousClock.now - started).secondsValue
-            let crowded =
-                BusyOrHung.crowdedOut(
-                    process: before.process.flatMap { then in after.process.map { (then, $0) } },
-                    waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
-                    seconds: seconds, cpus: cpus)
-                || peers().crowded(since: peersBefore, seconds: seconds, cpus: cpus)
-            if !crowded { return .timedOut }
+            let crowded = BusyOrHung.crowdedOut(
+                process: before.process.flatMap { then in after.process.map { (then, $0) } },
+                waiter: before.waiter.flatMap { then in after.waiter.map { (then, $0) } },
+                seconds: seconds, cpus: cpus)
+            if crowded { continue }
+            // A peer's slow disk or starvation excuses a few windows, not as many: a store can keep
+            // the disk busy itself.
+            guard peerWindows < Self.peerWindows, peers().crowded(since: peersBefore, seconds: seconds, cpus: cpus)
+            else { return .timedOut }
+            peerWindows += 1
         }
         return .crowdedOut
     }

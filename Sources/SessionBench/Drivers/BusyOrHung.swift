@@ -11,8 +11,9 @@ import SessionMeasurement
 /// - the synchronous readers (`ReaderStarvation`): ``starved(before:after:seconds:cpus:)`` over
 ///   the readers' threads, up to ``readerLimit`` hang timeouts of silence in all;
 /// - a session process's next line (`SessionProcessLink`): ``crowdedOut(process:waiter:seconds:cpus:)``
-///   over that process and this one, and over the processes sharing its storage (one may hold the
-///   lock its callers wait on) with the machine's wait for the disk, up to ``processWindows`` windows;
+///   over that process and this one, up to ``processWindows`` windows; and, two windows at most,
+///   a peer sharing its storage (one may hold the lock its callers wait on) blocked on the disk or
+///   starved, or the machine waiting on the disk;
 /// - the replicas' answers to one event (`SharedStorageDriver.crowded`): the same, over every
 ///   surviving replica process and this one; an ordinary event's callers that gave up on a lock
 ///   with a timeout meanwhile are not judged for it (`SharedStorageJudge`), and are counted;

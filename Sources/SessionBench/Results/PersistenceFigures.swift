@@ -46,10 +46,10 @@ public struct PersistenceFigures: Sendable, Codable, Hashable {
     /// `replicas`: the longest one of the other replicas' callers waited while a replica stalled
     /// holding the lock, before its store gave up (about the lock's timeout for a correct store).
     public var stalledHolderWaitSeconds: Double?
-    /// `shared-storage`, `replicas`: events whose callers gave up on a lock with a timeout
-    /// (`refreshFailed`) while the machine kept the processes from a CPU or the disk, or a refresh's
-    /// network trip took half that timeout: not judged for I12, their grants not counted in
-    /// `grantsTaken` (`grantsNotCounted`). `nil` when there were none.
+    /// `shared-storage`, `replicas`: events, otherwise right, whose callers gave up on a lock with a
+    /// timeout (`refreshFailed`) while the machine kept the processes from a CPU or the disk: not
+    /// judged for I12, their grants not counted in `grantsTaken` (`grantsNotCounted`). `nil` when
+    /// there were none.
     public var crowdedEvents: Int?
     public var grantsNotCounted: Int?
 

@@ -25,15 +25,13 @@ extension SharedStorageDriver {
 
     /// Whether an event's wait, from `start`, says nothing of a lock with a timeout: the machine
     /// crowded a process (or this one) out of the CPUs or the disk (``crowded(since:from:links:leaving:dead:)``),
-    /// or one refresh call's trip through the network took half the lock's timeout or more, so
-    /// the holder's refresh could outlast the others' wait through no fault of its store.
+    /// so the holder's refresh could outlast the others' wait through no fault of its store.
+    /// (Not the network's trip times: the store's own process measures them.)
     func crowded(
-        _ heard: [Heard], since start: ContinuousClock.Instant, from sample: CrowdingSample,
-        links: [SessionProcessLink], dead: Set<Int>
+        since start: ContinuousClock.Instant, from sample: CrowdingSample, links: [SessionProcessLink], dead: Set<Int>
     ) -> Bool {
-        guard let timeout = backend.lockTimeout else { return false }
-        let slowTrip = heard.flatMap(\.overheads).contains { Double($0) / 1e9 >= timeout.secondsValue / 2 }
-        return slowTrip || Self.crowded(since: start, from: sample, links: links, leaving: -1, dead: dead)
+        guard backend.lockTimeout != nil else { return false }
+        return Self.crowded(since: start, from: sample, links: links, leaving: -1, dead: dead)
     }
 
     /// One event's counts in the run's figures: refresh calls per event, callers served and not.

@@ -134,7 +134,10 @@ extension RoundDriver {
         Set(
             events.compactMap { event -> UInt64? in
                 if case .signIn(_, let family?) = event.kind, event.account < stores.count,
-                    events.last(where: { $0.account == event.account })?.startedNanos == event.startedNanos
+                    // The account's latest-started event: a sign-in overtaken by a later one returns
+                    // after it, and is appended after it.
+                    events.filter({ $0.account == event.account }).max(by: { $0.startedNanos < $1.startedNanos })?
+                        .startedNanos == event.startedNanos
                 {
                     return family
                 }
