@@ -34,6 +34,21 @@ extension SharedStorageDriver {
         return Self.crowded(since: start, from: sample, links: links, leaving: -1, dead: dead)
     }
 
+    /// What the judge counted, in the run's figures. A run with no finding whose events mostly had
+    /// their failed lock waits excused on a crowded machine did not earn a pass: it ends in error.
+    func count(_ tally: SharedStorageJudge.Tally, findings: [ContractJudge.Finding], outcome: inout DriverOutcome) {
+        outcome.persistence?.grantsTaken += tally.grantsTaken
+        guard tally.crowdedEvents > 0 else { return }
+        outcome.persistence?.crowdedEvents = tally.crowdedEvents
+        outcome.persistence?.grantsNotCounted = tally.grantsNotCounted
+        if outcome.failure == nil, findings.isEmpty, tally.crowdedEvents * 2 > scenario.rounds {
+            outcome.failure =
+                "\(tally.crowdedEvents) of \(scenario.rounds) events ran on a machine that kept the processes from a "
+                + "CPU or the disk while callers waited on the \(backend.name) lock: too busy to judge the store "
+                + "(run on a quieter machine)"
+        }
+    }
+
     /// One event's counts in the run's figures: refresh calls per event, callers served and not.
     func tally(event index: Int, heard: [Heard], ledger: [LedgerEntry], outcome: inout DriverOutcome) {
         let refreshes = SharedStorageJudge.refreshes(event: index, in: ledger).count

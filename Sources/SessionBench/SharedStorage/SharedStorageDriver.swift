@@ -137,19 +137,7 @@ struct SharedStorageDriver: ContextDriver {
         outcome.seconds = (ContinuousClock.now - started).secondsValue
         let (findings, tally) = SharedStorageJudge.judge(history)
         oracle.record(findings)
-        outcome.persistence?.grantsTaken += tally.grantsTaken
-        if tally.crowdedEvents > 0 {
-            outcome.persistence?.crowdedEvents = tally.crowdedEvents
-            outcome.persistence?.grantsNotCounted = tally.grantsNotCounted
-        }
-        // Most events' failed lock waits unjudged: the run did not earn a pass (a run with findings
-        // keeps them).
-        if outcome.failure == nil, findings.isEmpty, tally.crowdedEvents * 2 > scenario.rounds {
-            outcome.failure =
-                "\(tally.crowdedEvents) of \(scenario.rounds) events ran on a machine that kept the processes from a "
-                + "CPU or the disk while callers waited on the \(backend.name) lock: too busy to judge the store "
-                + "(run on a quieter machine)"
-        }
+        count(tally, findings: findings, outcome: &outcome)
         // After the database went out of reach or the disk refused a write, what the stores did is
         // not theirs to answer for.
         if !outcome.storageFault {

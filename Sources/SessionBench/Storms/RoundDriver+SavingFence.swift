@@ -26,24 +26,8 @@ extension RoundDriver {
         else { return false }
         let holds = storages.map { $0?.holdNextSave() }
         server.gate.release()
-        // Until each account's save has begun, or the callers are back without one (a store that
-        // saves nothing of a refresh has no save to hold).
-        // A store that hangs before its save is reported by the collection below, after one hang
-        // timeout: this wait is shorter.
-        let deadline = ContinuousClock.now + min(runner.hangTimeout, .seconds(2))
-        while holds.contains(where: { $0.map { !$0.hasBegun } ?? false }),
-            waiters.latch.finishedCount < waiters.count, ContinuousClock.now < deadline
-        {
-            await pause(.microseconds(100))
-        }
-        // A hold no save took must not hold the fence's own save (a sign-in saves its grant).
-        for (storage, hold) in zip(storages, holds) where hold?.hasBegun == false { storage?.cancelHold() }
-        for hold in holds { hold?.fenceBegins() }
-        // The fence's own time includes the hold, the harness's doing: not the store's latency.
-        timesFences = false
-        let fenced = await endSessions(fence)
-        timesFences = true
-        for hold in holds { hold?.release() }
+        // A store that saves nothing of a refresh has no save to hold: the callers come back without one.
+        let fenced = await endSessions(fence, holding: holds) { waiters.latch.finishedCount >= waiters.count }
         guard fenced, await probeSynchronousRead("round \(round) right after the \(fence) returned") else {
             return false
         }
@@ -70,23 +54,14 @@ extension RoundDriver {
         server.setContext("round \(round) \(fence) while a sign-in's grant is saved")
         let holds = storages.map { $0?.holdNextSave() }
         let signIns = stores.indices.map { startSignIn($0, slot: 1 - signedInSlot[$0]) }
-        // Until each account's save has begun, or its sign-in is back without one. A store that
-        // hangs before its save is reported below, after one hang timeout: this wait is shorter.
-        let deadline = ContinuousClock.now + min(runner.hangTimeout, .seconds(2))
-        while zip(holds, signIns).contains(where: { hold, signIn in
-            (hold.map { !$0.hasBegun } ?? false) && !signIn.returned
-        }), ContinuousClock.now < deadline {
-            await pause(.microseconds(100))
-        }
-        for (storage, hold) in zip(storages, holds) where hold?.hasBegun == false { storage?.cancelHold() }
-        for hold in holds { hold?.fenceBegins() }
-        // The fence's own time includes the hold, the harness's doing: not the store's latency. A
-        // user switch signs the earlier user in again: the held sign-in was the other's.
-        timesFences = false
-        let fenced = await endSessions(fence == .userSwitch ? .signInAgain : fence)
-        timesFences = true
-        for hold in holds { hold?.release() }
-        guard fenced else { return false }
+        // A user switch signs the earlier user in again: the held sign-in was the other's.
+        guard
+            await endSessions(
+                fence == .userSwitch ? .signInAgain : fence, holding: holds,
+                until: {
+                    signIns.allSatisfy(\.returned)
+                })
+        else { return false }
         for held in signIns {
             guard
                 let event = await watched(
@@ -99,5 +74,27 @@ extension RoundDriver {
             return false
         }
         return await afterFence(fence, round: round)
+    }
+
+    /// Ends the sessions as `fence` says while each save `holds` caught is held open: first waits
+    /// until every hold's save has begun, or `back` says the calls that would save are back without
+    /// one (2 s at most: a store that hangs before its save is reported later, after a hang
+    /// timeout); disarms the holds no save took (they must not hold the fence's own save); then the
+    /// fence, untimed (its time includes the hold, the harness's doing), and the saves go on.
+    /// `false` if the fence hung.
+    private mutating func endSessions(_ fence: Fence, holding holds: [SaveHold?], until back: () -> Bool) async
+        -> Bool
+    {
+        let deadline = ContinuousClock.now + min(runner.hangTimeout, .seconds(2))
+        while holds.contains(where: { $0.map { !$0.hasBegun } ?? false }), !back(), ContinuousClock.now < deadline {
+            await pause(.microseconds(100))
+        }
+        for (storage, hold) in zip(storages, holds) where hold?.hasBegun == false { storage?.cancelHold() }
+        for hold in holds { hold?.fenceBegins() }
+        timesFences = false
+        let fenced = await endSessions(fence)
+        timesFences = true
+        for hold in holds { hold?.release() }
+        return fenced
     }
 }
