@@ -315,13 +315,15 @@ protocol MachineJudgedRow: Decodable {
 extension CrashRestartTests.Result: MachineJudgedRow {}
 
 /// A run over session processes that ended in `error` because the machine was too busy for a
-/// verdict: a database that did not answer in time, processes kept from a CPU or the disk for
-/// every window of a long wait. The tool says so rather than judge the store; a test beside the
-/// rest of the suite on 2 cores meets it, and runs that store × scenario again.
+/// verdict: a database that did not answer in time (or answered the harness's own read of the
+/// row past its statement timeout), processes kept from a CPU or the disk for every window of a
+/// long wait. The tool says so rather than judge the store; a test beside the rest of the suite
+/// on 2 cores meets it, and runs that store × scenario again.
 enum MachineError {
     static func matches(_ row: some MachineJudgedRow) -> Bool {
         guard row.verdict == "error", let failure = row.failure else { return false }
         return failure.contains("database unreachable") || failure.contains("too busy")
+            || failure.contains("statement timeout")
     }
 
     /// `arguments` without their `--stores` and `--scenario` options.
